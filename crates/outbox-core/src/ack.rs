@@ -1,0 +1,204 @@
+//! Applying the answer, only while the claim is still mine (SPEC §6), and the revision
+//! conflict successor (§9).
+
+use crate::codec::{decode, encode, Stored};
+use crate::outcome::Outcome;
+use crate::plan::{ReplacePlan, Scope};
+use crate::reissue::{reissued, repoint};
+use crate::retry::Backoff;
+use crate::row::{Row, RowState, Ticket};
+use crate::time::Millis;
+use serde_json::{json, Value};
+
+/// The random inputs an ACK may need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AckDraws {
+    /// Jitter draw in `[0, 1)` for the backoff.
+    pub random: f64,
+    /// A fresh operation id for a conflict successor.
+    pub new_id: String,
+}
+
+/// What applying an answer comes to.
+#[derive(Clone, Debug, PartialEq)]
+#[must_use]
+pub enum AckDecision {
+    /// The claim is mine: carry out this replace.
+    Apply {
+        /// The replace.
+        plan: ReplacePlan,
+        /// The conflict successor written, for a conflict answer.
+        successor: Option<Row>,
+    },
+    /// Row gone, claimed by another tab, older fence or no claim: change nothing.
+    NotMine,
+    /// A success for a create whose intents are not converted yet (§7): convert them first.
+    ConvertFirst(Vec<(Row, Value)>),
+}
+
+/// The scopes an ACK of `row` reads: the row, and its target (for successors and intents).
+#[must_use]
+pub fn ack_scopes(row: &Row) -> Vec<Scope> {
+    vec![Scope::Id(row.id.clone()), row.scope()]
+}
+
+/// True if `row` carries exactly this ticket's claim.
+#[must_use]
+pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
+    row.claim
+        .as_ref()
+        .is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
+}
+
+/// Intents of `create` in `scope_rows` still waiting for conversion (not blocked), in
+/// `(savedAt, id)` order, each with its stored value.
+#[must_use]
+pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
+    let mut intents: Vec<(Row, Value)> = scope_rows
+        .iter()
+        .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
+        .filter(|(r, _)| {
+            r.is_intent()
+                && r.successor_of.as_deref() == Some(&create.id)
+                && r.state != RowState::Blocked
+        })
+        .collect();
+    intents.sort_by(|(a, _), (b, _)| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+    intents
+}
+
+/// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for
+/// [`ack_scopes`] (any superset works; only the row and its target scope are used).
+pub fn plan_ack(
+    row_id: &str,
+    scope_rows: &[Value],
+    ticket: &Ticket,
+    outcome: &Outcome,
+    now: Millis,
+    backoff: &Backoff,
+    draws: &AckDraws,
+) -> AckDecision {
+    let Some(raw) = scope_rows
+        .iter()
+        .find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))
+    else {
+        return AckDecision::NotMine;
+    };
+    let Stored::Row(mut row) = Stored::from_value(raw) else {
+        return AckDecision::NotMine;
+    };
+    if !claim_is_mine(&row, ticket) {
+        return AckDecision::NotMine;
+    }
+    let only_row = |puts: Vec<Value>, deletes: Vec<String>| ReplacePlan {
+        scopes: vec![Scope::Id(row_id.to_owned())],
+        expected: vec![raw.clone()],
+        deletes,
+        puts,
+    };
+    let attempt = row.evidence.as_ref().map_or(1, |e| e.attempt_count.max(1));
+    let plan = match outcome {
+        Outcome::Success { .. } => {
+            let intents = pending_intents(&row, scope_rows);
+            if !intents.is_empty() {
+                return AckDecision::ConvertFirst(intents);
+            }
+            let scope = row.scope();
+            ReplacePlan {
+                expected: scope_rows
+                    .iter()
+                    .filter(|r| scope.contains(r) || *r == raw)
+                    .cloned()
+                    .collect(),
+                scopes: vec![Scope::Id(row_id.to_owned()), scope],
+                deletes: vec![row.id.clone()],
+                puts: vec![],
+            }
+        }
+        Outcome::Transient {
+            code,
+            retry_after_ms,
+        } => {
+            row.state = RowState::Queued;
+            row.sent_at = None;
+            row.deferred_at = Some(now);
+            row.next_attempt_at =
+                Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
+            set_error(&mut row, code.clone());
+            expire(&mut row, now);
+            only_row(vec![encode(&row)], vec![])
+        }
+        Outcome::Auth => {
+            row.state = RowState::Held;
+            row.sent_at = None;
+            row.held_at = Some(now);
+            row.deferred_at = Some(now);
+            set_error(&mut row, Some("AUTH".into()));
+            expire(&mut row, now);
+            only_row(vec![encode(&row)], vec![])
+        }
+        Outcome::Permanent { code } => {
+            row.state = RowState::Blocked;
+            row.sent_at = None;
+            row.blocked_at = Some(now);
+            row.blocked_code = Some(code.clone());
+            set_error(&mut row, Some(code.clone()));
+            expire(&mut row, now);
+            only_row(vec![encode(&row)], vec![])
+        }
+        Outcome::Conflict { actual_revision } => {
+            let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
+            let plan = conflict_plan(&row, raw, scope_rows, &successor);
+            return AckDecision::Apply {
+                plan,
+                successor: Some(successor),
+            };
+        }
+    };
+    AckDecision::Apply {
+        plan,
+        successor: None,
+    }
+}
+
+fn set_error(row: &mut Row, code: Option<String>) {
+    if let (Some(ev), Some(code)) = (row.evidence.as_mut(), code) {
+        ev.last_error_code = Some(code);
+    }
+}
+
+/// Expires the claim (`expiresAt = now`) and keeps its fence: the fence only grows (§6).
+fn expire(row: &mut Row, now: Millis) {
+    if let Some(c) = row.claim.as_mut() {
+        c.expires_at = now;
+    }
+}
+
+/// §9: the original under a new id, with the server's revision and a `conflict` note.
+#[must_use]
+pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_id: &str) -> Row {
+    let mut with_rev = row.clone();
+    with_rev.revision = (!actual_revision.is_null()).then(|| actual_revision.clone());
+    let mut s = reissued(&with_rev, new_id);
+    s.conflict =
+        Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
+    s
+}
+
+/// One replace: remove the original, write its successor, re-point rows that waited for it.
+fn conflict_plan(row: &Row, raw: &Value, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
+    let scope = row.scope();
+    let expected: Vec<Value> = scope_rows
+        .iter()
+        .filter(|r| scope.contains(r) || *r == raw)
+        .cloned()
+        .collect();
+    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
+    puts.push(encode(successor));
+    ReplacePlan {
+        scopes: vec![Scope::Id(row.id.clone()), scope],
+        expected,
+        deletes: vec![row.id.clone()],
+        puts,
+    }
+}

@@ -1,0 +1,122 @@
+//! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
+//! (SPEC §6, §7, §3, §11).
+
+use crate::codec::{decode, encode, Stored};
+use crate::inflight::in_flight;
+use crate::plan::{ReplacePlan, Scope};
+use crate::reissue::{reissued, repoint};
+use crate::row::RowState;
+use crate::time::Millis;
+use serde_json::Value;
+
+/// Held rows of `owner` back to queued after a new login. `owner_rows` are all stored rows
+/// of that owner. Returns the plan and how many rows it resumes (`None` if none).
+#[must_use]
+pub fn plan_resume_held(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePlan, usize)> {
+    let mut plan = ReplacePlan::default();
+    for raw in owner_rows {
+        let Ok(mut row) = decode(raw) else { continue };
+        if row.owner != owner || row.state != RowState::Held {
+            continue;
+        }
+        row.state = RowState::Queued;
+        row.next_attempt_at = None;
+        plan.scopes.push(Scope::Id(row.id.clone()));
+        plan.expected.push(raw.clone());
+        plan.puts.push(encode(&row));
+    }
+    let n = plan.puts.len();
+    (n > 0).then_some((plan, n))
+}
+
+/// Re-issues the blocked row `row_id` under `new_id` (§7), with `body` replacing its body
+/// when given, re-pointing the rows that waited for it. `scope_rows` are the rows of its
+/// `(owner, target)` scope. `None` when the row is not a blocked row of `owner`.
+#[must_use]
+pub fn plan_retry_blocked(
+    owner: &str,
+    row_id: &str,
+    body: Option<&Value>,
+    scope_rows: &[Value],
+    new_id: &str,
+) -> Option<ReplacePlan> {
+    let raw = scope_rows
+        .iter()
+        .find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))?;
+    let mut row = decode(raw).ok()?;
+    if row.owner != owner || row.state != RowState::Blocked {
+        return None;
+    }
+    if let Some(b) = body {
+        row.body = b.clone();
+    }
+    let fresh = reissued(&row, new_id);
+    let mut puts = repoint(scope_rows, row_id, new_id, &[row_id]);
+    puts.push(encode(&fresh));
+    Some(ReplacePlan {
+        scopes: vec![Scope::Id(row_id.to_owned()), row.scope()],
+        expected: scope_rows.to_vec(),
+        deletes: vec![row_id.to_owned()],
+        puts,
+    })
+}
+
+/// Why `discard` removed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscardSkip {
+    /// No such row.
+    Missing,
+    /// The row belongs to another owner (or, undecodable, its owner differs).
+    OtherOwner,
+    /// The row is in flight; its answer must land first.
+    InFlight,
+}
+
+/// Removes one row (decodable or not) of `owner`; `owner` `None` matches an undecodable
+/// row whose owner cannot be read.
+///
+/// # Errors
+/// [`DiscardSkip`] when nothing may be removed.
+pub fn plan_discard(
+    owner: Option<&str>,
+    raw: Option<&Value>,
+    now: Millis,
+    lease_ms: i64,
+) -> Result<ReplacePlan, DiscardSkip> {
+    let raw = raw.ok_or(DiscardSkip::Missing)?;
+    let (id, stored_owner) = match Stored::from_value(raw) {
+        Stored::Row(row) => {
+            if in_flight(&row, now, lease_ms).is_in_flight() {
+                return Err(DiscardSkip::InFlight);
+            }
+            (Some(row.id.clone()), Some(row.owner.clone()))
+        }
+        Stored::Undecodable(u) => (u.id, u.owner),
+    };
+    if stored_owner.as_deref() != owner {
+        return Err(DiscardSkip::OtherOwner);
+    }
+    let id = id.ok_or(DiscardSkip::Missing)?;
+    Ok(ReplacePlan {
+        scopes: vec![Scope::Id(id.clone())],
+        expected: vec![raw.clone()],
+        deletes: vec![id],
+        puts: vec![],
+    })
+}
+
+/// Removes every decodable row of `owner` (logout); undecodable rows are kept (§3).
+#[must_use]
+pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePlan, usize)> {
+    let mut plan = ReplacePlan::default();
+    for raw in owner_rows {
+        let Ok(row) = decode(raw) else { continue };
+        if row.owner == owner {
+            plan.scopes.push(Scope::Id(row.id.clone()));
+            plan.expected.push(raw.clone());
+            plan.deletes.push(row.id);
+        }
+    }
+    let n = plan.deletes.len();
+    (n > 0).then_some((plan, n))
+}

@@ -1,0 +1,114 @@
+//! Claim: who is sending what, until when (SPEC §5).
+
+use crate::codec::{decode, encode, DecodeError};
+use crate::inflight::in_flight;
+use crate::plan::{ReplacePlan, Scope};
+use crate::row::{Claim, Row, RowState, Ticket, Writer};
+use crate::select::{check_sendable, Unsendable};
+use crate::tab::Tab;
+use crate::time::Millis;
+use serde_json::Value;
+
+/// Why a row is not claimed.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ClaimSkip {
+    /// No such row.
+    Missing,
+    /// The row belongs to another owner.
+    OtherOwner,
+    /// The stored value cannot be decoded; it is never claimed.
+    Undecodable(DecodeError),
+    /// In flight (by any tab, this one included: one tab never has two attempts outstanding).
+    InFlight,
+    /// Not sendable now (§8).
+    NotSendable(Unsendable),
+}
+
+/// A claim ready to be written.
+#[derive(Clone, Debug, PartialEq)]
+#[must_use]
+pub struct ClaimPlan {
+    /// The replace to carry out.
+    pub plan: ReplacePlan,
+    /// The ticket the tab holds if the replace commits.
+    pub ticket: Ticket,
+    /// The row as it will be stored.
+    pub row: Row,
+}
+
+/// Plans the claim of `raw` (as read) for `owner` by `tab`. `predecessor` is the row its
+/// `successorOf` names, as read (`None` when absent); it joins the compared scopes so the
+/// claim commits only if the predecessor is still as seen.
+///
+/// # Errors
+/// [`ClaimSkip`] when the row must not be claimed now.
+pub fn plan_claim(
+    owner: &str,
+    raw: Option<&Value>,
+    predecessor: Option<&Value>,
+    tab: &Tab,
+    now: Millis,
+) -> Result<ClaimPlan, ClaimSkip> {
+    let raw = raw.ok_or(ClaimSkip::Missing)?;
+    let mut row = decode(raw).map_err(ClaimSkip::Undecodable)?;
+    if row.owner != owner {
+        return Err(ClaimSkip::OtherOwner);
+    }
+    if in_flight(&row, now, tab.lease_ms).is_in_flight() {
+        return Err(ClaimSkip::InFlight);
+    }
+    let pred_row = predecessor.map(|p| decode(p).ok());
+    let pred_blocked = |id: &str| -> Option<bool> {
+        match &pred_row {
+            Some(Some(p)) if p.id == id => Some(p.state == RowState::Blocked),
+            Some(None) => Some(false), // undecodable: exists, counts as unblocked
+            _ => None,
+        }
+    };
+    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_blocked)
+        .map_err(ClaimSkip::NotSendable)?;
+
+    let mut scopes = vec![Scope::Id(row.id.clone())];
+    let mut expected = vec![raw.clone()];
+    if let Some(pred) = &row.successor_of {
+        scopes.push(Scope::Id(pred.clone()));
+        expected.extend(predecessor.cloned());
+    }
+    apply_claim(&mut row, tab, now);
+    let ticket = row.ticket().expect("claim just written");
+    Ok(ClaimPlan {
+        plan: ReplacePlan {
+            scopes,
+            expected,
+            deletes: vec![],
+            puts: vec![encode(&row)],
+        },
+        ticket,
+        row,
+    })
+}
+
+/// Writes the §5 claim fields onto a row.
+pub fn apply_claim(row: &mut Row, tab: &Tab, now: Millis) {
+    let fence = row.claim.as_ref().map_or(0, |c| c.fence) + 1;
+    let extra = row.claim.take().map(|c| c.extra).unwrap_or_default();
+    row.claim = Some(Claim {
+        tab_id: tab.tab_id.clone(),
+        expires_at: now.plus(tab.lease_ms),
+        fence,
+        extra,
+    });
+    row.state = RowState::Sending;
+    row.sent_at = Some(now);
+    let mut ev = row.evidence.take().unwrap_or_default();
+    ev.attempt_count += 1;
+    ev.last_attempt_at = Some(now);
+    row.evidence = Some(ev);
+    let extra = row.writer.take().map(|w| w.extra).unwrap_or_default();
+    row.writer = Some(Writer {
+        bundle: tab.bundle.clone(),
+        at: now,
+        extra,
+    });
+}

@@ -1,0 +1,159 @@
+//! Request fingerprint (SPEC §2): lowercase hex SHA-256 of the RFC 8785 (JCS) canonical
+//! JSON of exactly `{body, kind, revision, target}`, `revision: null` when absent.
+
+use crate::row::Kind;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt::Write;
+
+/// The fingerprint of one request.
+#[must_use]
+pub fn fingerprint(kind: Kind, target: &str, body: &Value, revision: Option<&Value>) -> String {
+    let mut canon = String::new();
+    canon.push_str("{\"body\":");
+    write_canonical(&mut canon, body);
+    canon.push_str(",\"kind\":");
+    write_string(&mut canon, kind.as_str());
+    canon.push_str(",\"revision\":");
+    write_canonical(&mut canon, revision.unwrap_or(&Value::Null));
+    canon.push_str(",\"target\":");
+    write_string(&mut canon, target);
+    canon.push('}');
+    let digest = Sha256::digest(canon.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
+/// Writes `value` as JCS canonical JSON (keys sorted by UTF-16 code units, ECMAScript
+/// number form, minimal string escapes).
+pub fn write_canonical(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, k);
+                out.push(':');
+                write_canonical(out, &map[k]);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Canonical JSON of a value, as a string.
+#[must_use]
+pub fn canonical_json(value: &Value) -> String {
+    let mut s = String::new();
+    write_canonical(&mut s, value);
+    s
+}
+
+fn write_number(out: &mut String, n: &serde_json::Number) {
+    if let Some(i) = n.as_i64() {
+        // Integers beyond 2^53 are not exact in JS either; JCS formats the double.
+        if i.unsigned_abs() <= (1u64 << 53) {
+            let _ = write!(out, "{i}");
+            return;
+        }
+    } else if let Some(u) = n.as_u64() {
+        if u <= (1u64 << 53) {
+            let _ = write!(out, "{u}");
+            return;
+        }
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    if f == 0.0 {
+        out.push('0'); // -0 is written as 0
+    } else {
+        let mut buf = ryu_js::Buffer::new();
+        out.push_str(buf.format(f));
+    }
+}
+
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_form_sorts_keys_and_formats_numbers_like_ecmascript() {
+        let v = json!({"b": [1, 2.5, 1e21, -0.0, 1e-7], "a": "x\u{1}\"", "\u{e000}": 1, "\u{1f600}": 2});
+        assert_eq!(
+            canonical_json(&v),
+            "{\"a\":\"x\\u0001\\\"\",\"b\":[1,2.5,1e+21,0,1e-7],\"\u{1f600}\":2,\"\u{e000}\":1}"
+        );
+    }
+
+    #[test]
+    fn fingerprint_matches_a_known_vector_and_ignores_key_order() {
+        let a = fingerprint(
+            Kind::Update,
+            "workout:42",
+            &json!({"w": 80, "a": true}),
+            None,
+        );
+        let b = fingerprint(
+            Kind::Update,
+            "workout:42",
+            &json!({"a": true, "w": 80}),
+            None,
+        );
+        assert_eq!(a, b);
+        // sha256 of {"body":{"a":true,"w":80},"kind":"update","revision":null,"target":"workout:42"}
+        assert_eq!(
+            a,
+            "9a547e173f6a790e9233c253c2f7050eb652d1d8174007d48d79c516fe0e62a3"
+        );
+        assert_ne!(
+            a,
+            fingerprint(
+                Kind::Update,
+                "workout:42",
+                &json!({"a": true, "w": 80}),
+                Some(&json!(3))
+            )
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! What a flush did, as returned to the app (SPEC §15 flush report).
+
+use crate::metrics::Counters;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One success receipt, reported whether or not the row was still this tab's claim.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptReport {
+    /// The operation id.
+    pub id: String,
+    /// The target the request was sent to.
+    pub target: String,
+    /// The server's receipt.
+    pub receipt: Value,
+    /// The gate replayed it from its ledger.
+    pub replayed: bool,
+    /// True if this tab deleted the row; false if the claim was no longer its own.
+    pub applied: bool,
+}
+
+/// Counts of one flush.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlushReport {
+    /// Rows claimed (and so sent).
+    pub claimed: u64,
+    /// Rows deleted after a success.
+    pub succeeded: u64,
+    /// Rows deferred by a transient failure.
+    pub deferred: u64,
+    /// Rows held by an auth answer.
+    pub held: u64,
+    /// Rows quarantined (permanent rejection or unconvertible intent).
+    pub blocked: u64,
+    /// Conflict successors written.
+    pub conflicts: u64,
+    /// Claims that found the row changed by another tab.
+    pub stale: u64,
+    /// Candidates not claimed (in flight, no longer sendable) or answers that were not mine.
+    pub skipped: u64,
+    /// Intents converted into their real request.
+    pub converted: u64,
+    /// Every success receipt received.
+    pub receipts: Vec<ReceiptReport>,
+    /// This flush's attempts by class (added to the tab's counters).
+    pub counters: Counters,
+}

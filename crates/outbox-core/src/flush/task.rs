@@ -1,0 +1,437 @@
+//! One row's way through a flush: claim → send → answer (→ convert intents) → done, and the
+//! vanished-predecessor path of an orphan intent.
+
+use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
+use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
+use crate::claim::plan_claim;
+use crate::codec::decode;
+use crate::intent::{
+    convert_scopes, plan_block_intent, plan_convert, IntentSkip, Prepared,
+    PREDECESSOR_RECEIPT_UNKNOWN, SUCCESSOR_UNPREPARED,
+};
+use crate::outcome::Outcome;
+use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
+use crate::row::{Row, Ticket};
+use crate::time::Millis;
+use serde_json::Value;
+use std::collections::{HashSet, VecDeque};
+
+/// How many times an answer is re-planned (stale write, or intents appearing meanwhile).
+const MAX_PASSES: u8 = 4;
+
+/// What to do with an intent once the port answered.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum IntentAction {
+    /// Not decided yet: ask `prepareSuccessor`.
+    Ask,
+    /// Write the prepared request in place of the intent.
+    Convert(Prepared),
+    /// Quarantine the intent with this code.
+    Block(&'static str),
+}
+
+/// An answer being applied.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Answer {
+    row: Row,
+    ticket: Ticket,
+    outcome: Outcome,
+    passes: u8,
+    decided: Option<AckDecision>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Task {
+    /// Claim a sendable row (expected: as read in the round).
+    Claim {
+        raw: Value,
+        pred: Option<Value>,
+        planned: Option<(Row, Ticket)>,
+    },
+    /// Claimed: send it.
+    Sending { row: Row, ticket: Ticket },
+    /// Apply the answer (§6, §9).
+    Answer(Answer),
+    /// Convert the create's intents before its ACK-delete (§7).
+    Convert {
+        answer: Answer,
+        intent: Row,
+        raw: Value,
+        rest: VecDeque<(Row, Value)>,
+        action: IntentAction,
+    },
+    /// An intent whose create row is gone (§7 vanished predecessor).
+    Orphan {
+        intent: Row,
+        raw: Value,
+        step: OrphanStep,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum OrphanStep {
+    Find,
+    Prepare(Value),
+    Write(IntentAction),
+}
+
+/// What a task waits for next.
+pub(super) enum Wait {
+    On(Task),
+    Done { progress: bool },
+}
+
+const DONE: Wait = Wait::Done { progress: false };
+
+impl Task {
+    pub(super) fn orphan(raw: Value, intent: Row, opts: &FlushOptions) -> Task {
+        let step = if opts.has_find {
+            OrphanStep::Find
+        } else {
+            OrphanStep::Write(IntentAction::Block(PREDECESSOR_RECEIPT_UNKNOWN))
+        };
+        Task::Orphan { intent, raw, step }
+    }
+
+    /// True for tasks that occupy their target (and a concurrency slot).
+    pub(super) fn holds_target(&self) -> bool {
+        !matches!(self, Task::Orphan { .. })
+    }
+
+    pub(super) fn request(&self, token: Token, opts: &FlushOptions) -> Option<Request> {
+        let write = |scopes| Some(Request::Write { token, scopes });
+        match self {
+            Task::Claim { raw, pred, .. } => {
+                let mut scopes = vec![Scope::Id(id_of(raw))];
+                scopes.extend(decode(raw).ok().and_then(|r| r.successor_of).map(Scope::Id));
+                let _ = pred;
+                write(scopes)
+            }
+            Task::Sending { row, .. } => Some(Request::Send {
+                token,
+                op: SendOp::of(row),
+            }),
+            Task::Answer(a) => write(ack_scopes(&a.row)),
+            Task::Convert {
+                answer,
+                intent,
+                action,
+                ..
+            } => match action {
+                IntentAction::Ask if opts.has_prepare => Some(Request::Prepare {
+                    token,
+                    intent: intent.clone(),
+                    predecessor: Some(answer.row.clone()),
+                    receipt: receipt_of(&answer.outcome),
+                }),
+                _ => write(convert_scopes(&intent.id, Some(&answer.row.id))),
+            },
+            Task::Orphan { intent, step, .. } => match step {
+                OrphanStep::Find => Some(Request::FindReceipt {
+                    token,
+                    owner: intent.owner.clone(),
+                    operation_id: intent.successor_of.clone().unwrap_or_default(),
+                }),
+                OrphanStep::Prepare(receipt) => Some(Request::Prepare {
+                    token,
+                    intent: intent.clone(),
+                    predecessor: None,
+                    receipt: receipt.clone(),
+                }),
+                OrphanStep::Write(_) => write(convert_scopes(&intent.id, None)),
+            },
+        }
+    }
+
+    pub(super) fn plan(
+        &mut self,
+        opts: &FlushOptions,
+        current: &[Value],
+        now: Millis,
+        draws: &mut dyn Draws,
+    ) -> Option<ReplacePlan> {
+        match self {
+            Task::Claim { raw, pred, planned } => {
+                let cp = plan_claim(&opts.owner, Some(raw), pred.as_ref(), &opts.tab, now).ok()?;
+                *planned = Some((cp.row, cp.ticket));
+                Some(cp.plan)
+            }
+            Task::Sending { .. } => None,
+            Task::Answer(a) => {
+                let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) {
+                    draws.new_id()
+                } else {
+                    String::new()
+                };
+                let ad = AckDraws {
+                    random: draws.unit(),
+                    new_id,
+                };
+                let decision = plan_ack(
+                    &a.row.id,
+                    current,
+                    &a.ticket,
+                    &a.outcome,
+                    now,
+                    &opts.backoff,
+                    &ad,
+                );
+                let plan = match &decision {
+                    AckDecision::Apply { plan, .. } => Some(plan.clone()),
+                    _ => None,
+                };
+                a.decided = Some(decision);
+                plan
+            }
+            Task::Convert {
+                answer,
+                raw,
+                action,
+                ..
+            } => plan_intent(
+                raw,
+                Some((&answer.row.id, &answer.ticket)),
+                current,
+                action,
+                now,
+            ),
+            Task::Orphan { raw, step, .. } => match step {
+                OrphanStep::Write(action) => plan_intent(raw, None, current, action, now),
+                _ => None,
+            },
+        }
+    }
+
+    pub(super) fn written(
+        self,
+        result: Option<ReplaceOutcome>,
+        now: Millis,
+        report: &mut FlushReport,
+        conflict_born: &mut HashSet<String>,
+    ) -> Wait {
+        let committed = result == Some(ReplaceOutcome::Committed);
+        match self {
+            Task::Claim { planned, .. } => match (result, planned) {
+                (Some(ReplaceOutcome::Committed), Some((row, ticket))) => {
+                    report.claimed += 1;
+                    Wait::On(Task::Sending { row, ticket })
+                }
+                (Some(ReplaceOutcome::Stale), _) => {
+                    report.stale += 1;
+                    DONE
+                }
+                _ => {
+                    report.skipped += 1;
+                    DONE
+                }
+            },
+            Task::Sending { .. } => DONE,
+            Task::Answer(a) => answered(a, result, now, report, conflict_born),
+            Task::Convert {
+                mut answer,
+                intent,
+                rest,
+                action,
+                ..
+            } => {
+                let mut progress = false;
+                if committed {
+                    match action {
+                        IntentAction::Convert(_) => report.converted += 1,
+                        _ => report.blocked += 1,
+                    }
+                    progress = true;
+                }
+                let _ = intent;
+                if result.is_none() && matches!(action, IntentAction::Convert(_)) {
+                    // Skipped: the create is no longer mine, or the intent was replaced by
+                    // a newer edit; re-planning the answer sorts out which.
+                    return Wait::On(Task::Answer(answer));
+                }
+                answer.decided = None;
+                let _ = progress;
+                next_intent(answer, rest)
+            }
+            Task::Orphan { step, .. } => {
+                if committed {
+                    match step {
+                        OrphanStep::Write(IntentAction::Convert(_)) => report.converted += 1,
+                        _ => report.blocked += 1,
+                    }
+                }
+                Wait::Done {
+                    progress: committed,
+                }
+            }
+        }
+    }
+
+    pub(super) fn sent(self, outcome: Outcome, _now: Millis) -> Wait {
+        match self {
+            Task::Sending { row, ticket } => Wait::On(Task::Answer(Answer {
+                row,
+                ticket,
+                outcome,
+                passes: 0,
+                decided: None,
+            })),
+            _ => DONE,
+        }
+    }
+
+    pub(super) fn prepared(self, prepared: Result<Prepared, String>) -> Wait {
+        let action = match prepared {
+            Ok(p) if p.is_valid() => IntentAction::Convert(p),
+            _ => IntentAction::Block(SUCCESSOR_UNPREPARED),
+        };
+        match self {
+            Task::Convert {
+                answer,
+                intent,
+                raw,
+                rest,
+                ..
+            } => Wait::On(Task::Convert {
+                answer,
+                intent,
+                raw,
+                rest,
+                action,
+            }),
+            Task::Orphan { intent, raw, .. } => Wait::On(Task::Orphan {
+                intent,
+                raw,
+                step: OrphanStep::Write(action),
+            }),
+            _ => DONE,
+        }
+    }
+
+    pub(super) fn found(self, found: Result<Option<Value>, String>, opts: &FlushOptions) -> Wait {
+        let Task::Orphan { intent, raw, .. } = self else {
+            return DONE;
+        };
+        let step = match found {
+            Err(_) => return DONE, // the port failed (network, auth): leave the row unchanged
+            Ok(None) => OrphanStep::Write(IntentAction::Block(PREDECESSOR_RECEIPT_UNKNOWN)),
+            Ok(Some(receipt)) if opts.has_prepare => OrphanStep::Prepare(receipt),
+            Ok(Some(_)) => OrphanStep::Write(IntentAction::Block(SUCCESSOR_UNPREPARED)),
+        };
+        Wait::On(Task::Orphan { intent, raw, step })
+    }
+}
+
+fn plan_intent(
+    raw: &Value,
+    create: Option<(&String, &Ticket)>,
+    current: &[Value],
+    action: &IntentAction,
+    now: Millis,
+) -> Option<ReplacePlan> {
+    match action {
+        IntentAction::Ask => None,
+        IntentAction::Convert(p) => {
+            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p)
+                .map_err(|e: IntentSkip| e)
+                .ok()
+        }
+        IntentAction::Block(code) => plan_block_intent(raw, current, code, now),
+    }
+}
+
+fn next_intent(answer: Answer, mut rest: VecDeque<(Row, Value)>) -> Wait {
+    match rest.pop_front() {
+        Some((intent, raw)) => Wait::On(Task::Convert {
+            answer,
+            intent,
+            raw,
+            rest,
+            action: IntentAction::Ask,
+        }),
+        None => Wait::On(Task::Answer(answer)),
+    }
+}
+
+fn answered(
+    mut a: Answer,
+    result: Option<ReplaceOutcome>,
+    now: Millis,
+    report: &mut FlushReport,
+    conflict_born: &mut HashSet<String>,
+) -> Wait {
+    let _ = now;
+    let decided = a.decided.take();
+    let receipt = |report: &mut FlushReport, applied: bool| {
+        if let Outcome::Success { receipt, replayed } = &a.outcome {
+            report.receipts.push(ReceiptReport {
+                id: a.row.id.clone(),
+                target: a.row.target.clone(),
+                receipt: receipt.clone(),
+                replayed: *replayed,
+                applied,
+            });
+        }
+    };
+    match (decided, result) {
+        (Some(AckDecision::Apply { successor, .. }), Some(ReplaceOutcome::Committed)) => {
+            receipt(report, true);
+            let progress = match &a.outcome {
+                Outcome::Success { .. } => {
+                    report.succeeded += 1;
+                    true
+                }
+                Outcome::Transient { .. } => {
+                    report.deferred += 1;
+                    false
+                }
+                Outcome::Auth => {
+                    report.held += 1;
+                    false
+                }
+                Outcome::Permanent { .. } => {
+                    report.blocked += 1;
+                    false
+                }
+                Outcome::Conflict { .. } => {
+                    report.conflicts += 1;
+                    report.counters.conflicts += 1;
+                    // A successor that conflicts again waits for the next flush: no loop.
+                    let first = !conflict_born.contains(&a.row.id);
+                    if let Some(s) = successor {
+                        conflict_born.insert(s.id);
+                    }
+                    first
+                }
+            };
+            Wait::Done { progress }
+        }
+        (Some(AckDecision::ConvertFirst(intents)), _) if a.passes < MAX_PASSES => {
+            a.passes += 1;
+            next_intent(a, intents.into())
+        }
+        (Some(AckDecision::Apply { .. }), Some(ReplaceOutcome::Stale)) if a.passes < MAX_PASSES => {
+            a.passes += 1;
+            Wait::On(Task::Answer(a))
+        }
+        _ => {
+            // Not mine (or gave up): change nothing, but the server did apply a success.
+            receipt(report, false);
+            report.skipped += 1;
+            DONE
+        }
+    }
+}
+
+fn receipt_of(outcome: &Outcome) -> Value {
+    match outcome {
+        Outcome::Success { receipt, .. } => receipt.clone(),
+        _ => Value::Null,
+    }
+}
+
+fn id_of(raw: &Value) -> String {
+    raw.get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}

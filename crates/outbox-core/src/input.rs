@@ -1,0 +1,129 @@
+//! Validating what the app asks to enqueue (SPEC §3 rule 4): bad input is a typed error
+//! and nothing is written.
+
+use crate::row::{Kind, PENDING_PREFIX};
+use serde_json::Value;
+use std::fmt;
+
+/// An operation as the app gives it to `enqueue`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewOperation {
+    /// Account the row belongs to.
+    pub owner: String,
+    /// Record key; `None` only for a create whose record has no id yet.
+    pub target: Option<String>,
+    /// create / update / delete.
+    pub kind: Kind,
+    /// Request body as the app gave it (`null` for a delete without one).
+    pub body: Value,
+    /// Base revision, if the app uses optimistic concurrency.
+    pub revision: Option<Value>,
+}
+
+/// Why the app's input was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The operation is not a JSON object.
+    NotAnObject,
+    /// `owner` is missing, not a string or empty.
+    MissingOwner,
+    /// `kind` is missing or not `create` / `update` / `delete`.
+    UnknownKind(String),
+    /// `target` is not a non-empty string, or is missing for an update or delete.
+    BadTarget(String),
+    /// `body` must be a JSON object for a create or an update.
+    BodyNotObject,
+    /// `revision` must be a number when given.
+    BadRevision,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::NotAnObject => write!(f, "operation must be an object"),
+            InputError::MissingOwner => write!(f, "`owner` must be a non-empty string"),
+            InputError::UnknownKind(k) => {
+                write!(f, "`kind` must be create, update or delete, got {k}")
+            }
+            InputError::BadTarget(why) => write!(f, "`target` {why}"),
+            InputError::BodyNotObject => {
+                write!(f, "`body` must be a JSON object for create and update")
+            }
+            InputError::BadRevision => write!(f, "`revision` must be a number when given"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Checks an owner argument (every API call that takes one).
+///
+/// # Errors
+/// [`InputError::MissingOwner`] when `owner` is empty.
+pub fn check_owner(owner: &str) -> Result<(), InputError> {
+    if owner.is_empty() {
+        Err(InputError::MissingOwner)
+    } else {
+        Ok(())
+    }
+}
+
+impl NewOperation {
+    /// Reads an operation from the app's JSON.
+    ///
+    /// # Errors
+    /// [`InputError`] naming the first field that is wrong.
+    pub fn from_json(v: &Value) -> Result<NewOperation, InputError> {
+        let obj = v.as_object().ok_or(InputError::NotAnObject)?;
+        let owner = obj
+            .get("owner")
+            .and_then(Value::as_str)
+            .ok_or(InputError::MissingOwner)?;
+        check_owner(owner)?;
+        let kind = match obj.get("kind") {
+            Some(Value::String(s)) => {
+                Kind::parse(s).ok_or_else(|| InputError::UnknownKind(format!("`{s}`")))?
+            }
+            other => {
+                return Err(InputError::UnknownKind(
+                    other.map_or("nothing".into(), |o| o.to_string()),
+                ))
+            }
+        };
+        let target = match obj.get("target") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(_) => return Err(InputError::BadTarget("must be a non-empty string".into())),
+        };
+        match (&target, kind) {
+            (None, Kind::Update | Kind::Delete) => {
+                return Err(InputError::BadTarget(
+                    "is required for update and delete".into(),
+                ))
+            }
+            (Some(t), Kind::Create) if t.starts_with(PENDING_PREFIX) => {
+                return Err(InputError::BadTarget(
+                    "of a create must not start with `pending:`".into(),
+                ))
+            }
+            _ => {}
+        }
+        let body = obj.get("body").cloned().unwrap_or(Value::Null);
+        if kind != Kind::Delete && !body.is_object() {
+            return Err(InputError::BodyNotObject);
+        }
+        let revision = match obj.get("revision") {
+            None | Some(Value::Null) => None,
+            Some(n @ Value::Number(_)) => Some(n.clone()),
+            Some(_) => return Err(InputError::BadRevision),
+        };
+        Ok(NewOperation {
+            owner: owner.to_owned(),
+            target,
+            kind,
+            body,
+            revision,
+        })
+    }
+}

@@ -1,0 +1,150 @@
+//! Intent rows (SPEC §7): converting an edit of a not-yet-created record into the real
+//! request once the create's receipt is known, or quarantining it.
+
+use crate::ack::claim_is_mine;
+use crate::codec::{decode, encode, refingerprint};
+use crate::plan::{ReplacePlan, Scope};
+use crate::row::{Row, RowState, Ticket, PENDING_PREFIX};
+use crate::time::Millis;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Quarantine code: the app's `prepareSuccessor` port is missing or failed.
+pub const SUCCESSOR_UNPREPARED: &str = "SUCCESSOR_UNPREPARED";
+/// Quarantine code: the create row vanished and its receipt could not be found.
+pub const PREDECESSOR_RECEIPT_UNKNOWN: &str = "PREDECESSOR_RECEIPT_UNKNOWN";
+
+/// What `prepareSuccessor` returns: the real request of an intent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// The server's record key (not `pending:`).
+    pub target: String,
+    /// The real request body.
+    #[serde(default)]
+    pub body: Value,
+    /// Base revision of the real request.
+    #[serde(default)]
+    pub revision: Option<Value>,
+}
+
+impl Prepared {
+    /// A prepared request is usable if it names a real target.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        !self.target.is_empty() && !self.target.starts_with(PENDING_PREFIX)
+    }
+}
+
+/// The intent turned into its real request: same id, kind, `savedAt` and `successorOf`;
+/// new target, body, revision and fingerprint; queued.
+#[must_use]
+pub fn converted(intent: &Row, prepared: &Prepared) -> Row {
+    let mut r = intent.clone();
+    r.target = prepared.target.clone();
+    r.body = prepared.body.clone();
+    r.revision = prepared.revision.clone().filter(|v| !v.is_null());
+    r.state = RowState::Queued;
+    r.blocked_at = None;
+    r.blocked_code = None;
+    r.next_attempt_at = None;
+    refingerprint(&mut r);
+    r
+}
+
+/// Why a conversion or quarantine was not planned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IntentSkip {
+    /// The intent changed or vanished since it was read (coalesced by a newer edit).
+    IntentChanged,
+    /// The create's claim is no longer this tab's: its new holder converts.
+    CreateNotMine,
+}
+
+/// Plans the conversion of `intent` (as read before the port was asked) given the rows
+/// re-read for [`convert_scopes`]. With `create` (`Some((id, ticket))`), the create row
+/// must still carry this tab's claim (§7: the tab holding the create's claim converts).
+///
+/// # Errors
+/// [`IntentSkip`] when the conversion must not be written.
+pub fn plan_convert(
+    intent_raw: &Value,
+    create: Option<(&str, &Ticket)>,
+    current: &[Value],
+    prepared: &Prepared,
+) -> Result<ReplacePlan, IntentSkip> {
+    let intent = decode(intent_raw).map_err(|_| IntentSkip::IntentChanged)?;
+    let now_intent = find(current, &intent.id).ok_or(IntentSkip::IntentChanged)?;
+    if now_intent != intent_raw {
+        return Err(IntentSkip::IntentChanged);
+    }
+    let mut scopes = vec![Scope::Id(intent.id.clone())];
+    let mut expected = vec![intent_raw.clone()];
+    if let Some((create_id, ticket)) = create {
+        let raw = find(current, create_id).ok_or(IntentSkip::CreateNotMine)?;
+        let row = decode(raw).map_err(|_| IntentSkip::CreateNotMine)?;
+        if !claim_is_mine(&row, ticket) {
+            return Err(IntentSkip::CreateNotMine);
+        }
+        scopes.push(Scope::Id(create_id.to_owned()));
+        expected.push(raw.clone());
+    }
+    Ok(ReplacePlan {
+        scopes,
+        expected,
+        deletes: vec![],
+        puts: vec![encode(&converted(&intent, prepared))],
+    })
+}
+
+/// The scopes a conversion re-reads: the intent and, if given, its create row.
+#[must_use]
+pub fn convert_scopes(intent_id: &str, create_id: Option<&str>) -> Vec<Scope> {
+    let mut s = vec![Scope::Id(intent_id.to_owned())];
+    s.extend(create_id.map(|c| Scope::Id(c.to_owned())));
+    s
+}
+
+/// Plans quarantining `intent` with `code` (kept as it is otherwise). `None` when it
+/// changed since it was read, or already carries that code.
+#[must_use]
+pub fn plan_block_intent(
+    intent_raw: &Value,
+    current: &[Value],
+    code: &str,
+    now: Millis,
+) -> Option<ReplacePlan> {
+    let mut intent = decode(intent_raw).ok()?;
+    if find(current, &intent.id)? != intent_raw {
+        return None;
+    }
+    if intent.state == RowState::Blocked && intent.blocked_code.as_deref() == Some(code) {
+        return None;
+    }
+    intent.state = RowState::Blocked;
+    intent.blocked_at = Some(now);
+    intent.blocked_code = Some(code.to_owned());
+    Some(ReplacePlan {
+        scopes: vec![Scope::Id(intent.id.clone())],
+        expected: vec![intent_raw.clone()],
+        deletes: vec![],
+        puts: vec![encode(&intent)],
+    })
+}
+
+/// True for an intent the flush must resolve through the vanished-predecessor path: its
+/// create row is gone, and it is not quarantined for another reason.
+#[must_use]
+pub fn is_orphan_intent(row: &Row, predecessor_exists: bool) -> bool {
+    row.is_intent()
+        && !predecessor_exists
+        && match row.state {
+            RowState::Blocked => row.blocked_code.as_deref() == Some(PREDECESSOR_RECEIPT_UNKNOWN),
+            RowState::Held => false,
+            RowState::Queued | RowState::Sending => true,
+        }
+}
+
+fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
+    rows.iter()
+        .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+}

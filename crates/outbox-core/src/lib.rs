@@ -1,0 +1,54 @@
+//! The pure planner of a crash-safe, multi-tab offline outbox.
+//!
+//! Every rule of the contract (`shared/SPEC.md` §3–§12) lives here, with no I/O, no clock
+//! and no randomness of its own: callers pass `now` ([`Millis`]) and random draws in, and
+//! carry out the plans ([`ReplacePlan`]) this crate returns. One module per rule:
+//!
+//! | SPEC | module |
+//! |---|---|
+//! | §2 fingerprint | [`fingerprint`] |
+//! | §3 row format | [`row`], [`codec`], [`input`] |
+//! | §4 replace | [`plan`], [`memstore`] |
+//! | §5 claim, in flight | [`claim`], [`inflight`] |
+//! | §6 ACK, §9 conflict | [`ack`], [`reissue`] |
+//! | §7 enqueue, intents | [`enqueue`], [`intent`] |
+//! | §8 selection | [`select`] |
+//! | §10 failures, backoff | [`outcome`], [`classify`], [`retry`] |
+//! | §12 metrics | [`metrics`] |
+//! | §8 drain, as a sans-IO state machine | [`flush`] |
+//! | `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner` | [`admin`] |
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
+// Rows and plans move by value through small enums; boxing them would only add noise.
+#![allow(clippy::large_enum_variant)]
+
+pub mod ack;
+pub mod admin;
+pub mod claim;
+pub mod classify;
+pub mod codec;
+pub mod enqueue;
+pub mod fingerprint;
+pub mod flush;
+pub mod inflight;
+pub mod input;
+pub mod intent;
+pub mod memstore;
+pub mod metrics;
+pub mod outcome;
+pub mod plan;
+pub mod reissue;
+pub mod retry;
+pub mod row;
+pub mod select;
+pub mod tab;
+pub mod time;
+
+pub use codec::{decode, encode, DecodeError, Stored, Undecodable};
+pub use flush::{Draws, Flush, FlushOptions, FlushReport, Request, SendOp, Token};
+pub use outcome::Outcome;
+pub use plan::{ReplaceOutcome, ReplacePlan, Scope};
+pub use row::{Kind, Row, RowState, Ticket};
+pub use tab::Tab;
+pub use time::Millis;

@@ -1,0 +1,146 @@
+//! Observability (SPEC §12): counts by state from stored rows, and this tab's counters.
+
+use crate::codec::Stored;
+use crate::outcome::{Outcome, OutcomeClass};
+use crate::row::RowState;
+use crate::time::Millis;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Attempts of this tab since it opened, by outcome class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Attempts {
+    /// Successes (replays included).
+    pub success: u64,
+    /// Transient failures.
+    pub transient: u64,
+    /// Auth answers.
+    pub auth: u64,
+    /// Permanent rejections.
+    pub permanent: u64,
+    /// Revision conflicts.
+    pub conflict: u64,
+}
+
+/// This tab's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    /// Attempts by class.
+    pub attempts: Attempts,
+    /// Successes the gate replayed from its ledger.
+    pub replays: u64,
+    /// Conflict successors written.
+    pub conflicts: u64,
+    /// Rows quarantined by a permanent answer.
+    pub permanent_failures: u64,
+}
+
+impl Counters {
+    /// Counts one answered attempt.
+    pub fn record(&mut self, outcome: &Outcome) {
+        let a = &mut self.attempts;
+        match outcome.class() {
+            OutcomeClass::Success => a.success += 1,
+            OutcomeClass::Transient => a.transient += 1,
+            OutcomeClass::Auth => a.auth += 1,
+            OutcomeClass::Permanent => a.permanent += 1,
+            OutcomeClass::Conflict => a.conflict += 1,
+        }
+        if matches!(outcome, Outcome::Success { replayed: true, .. }) {
+            self.replays += 1;
+        }
+        if let Outcome::Permanent { .. } = outcome {
+            self.permanent_failures += 1;
+        }
+    }
+
+    /// Adds another set of counters to this one.
+    pub fn add(&mut self, o: &Counters) {
+        let (a, b) = (&mut self.attempts, &o.attempts);
+        a.success += b.success;
+        a.transient += b.transient;
+        a.auth += b.auth;
+        a.permanent += b.permanent;
+        a.conflict += b.conflict;
+        self.replays += o.replays;
+        self.conflicts += o.conflicts;
+        self.permanent_failures += o.permanent_failures;
+    }
+}
+
+/// Decodable rows by stored state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ByState {
+    /// `queued`.
+    pub queued: u64,
+    /// `sending`.
+    pub sending: u64,
+    /// `held`.
+    pub held: u64,
+    /// `blocked`.
+    pub blocked: u64,
+}
+
+/// `metrics(owner?)`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metrics {
+    /// Decodable rows.
+    pub total: u64,
+    /// Decodable rows by state.
+    pub by_state: ByState,
+    /// Age of the oldest queued row at `now`, ms (`null` when none).
+    pub oldest_queued_age_ms: Option<i64>,
+    /// Undecodable rows.
+    pub undecodable: u64,
+    /// This tab's attempts by class.
+    pub attempts: Attempts,
+    /// Replayed successes.
+    pub replays: u64,
+    /// Conflict successors written.
+    pub conflicts: u64,
+    /// Permanent rejections.
+    pub permanent_failures: u64,
+}
+
+/// Computes metrics over `rows` (every stored value, or one owner's), for `owner` if given.
+/// Without an owner, undecodable rows whose owner cannot be read count too.
+#[must_use]
+pub fn compute(rows: &[Value], owner: Option<&str>, counters: &Counters, now: Millis) -> Metrics {
+    let mut m = Metrics {
+        attempts: counters.attempts,
+        replays: counters.replays,
+        conflicts: counters.conflicts,
+        permanent_failures: counters.permanent_failures,
+        ..Metrics::default()
+    };
+    let mut oldest: Option<Millis> = None;
+    for raw in rows {
+        match Stored::from_value(raw) {
+            Stored::Row(r) => {
+                if owner.is_some_and(|o| o != r.owner) {
+                    continue;
+                }
+                m.total += 1;
+                let s = &mut m.by_state;
+                match r.state {
+                    RowState::Queued => {
+                        s.queued += 1;
+                        oldest = Some(oldest.map_or(r.saved_at, |o| o.min(r.saved_at)));
+                    }
+                    RowState::Sending => s.sending += 1,
+                    RowState::Held => s.held += 1,
+                    RowState::Blocked => s.blocked += 1,
+                }
+            }
+            Stored::Undecodable(u) => {
+                if owner.is_none() || owner == u.owner.as_deref() {
+                    m.undecodable += 1;
+                }
+            }
+        }
+    }
+    m.oldest_queued_age_ms = oldest.map(|o| now.since(o).max(0));
+    m
+}

@@ -1,0 +1,91 @@
+//! What the app's transport answers for one attempt (SPEC §10, §15 `Outcome`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The answer to one attempt, as `send` returns it or [`crate::classify::classify_http`] builds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Outcome {
+    /// Done; the row is deleted. `replayed` when the gate answered from its ledger.
+    Success {
+        /// The server's stable answer, e.g. `{serverId, revision}`.
+        #[serde(default)]
+        receipt: Value,
+        /// The gate replayed a stored answer (`Idempotent-Replayed: true`).
+        #[serde(default)]
+        replayed: bool,
+    },
+    /// Try again later (network error, 5xx, 408, 429, `IN_PROGRESS`).
+    Transient {
+        /// A short code recorded as `evidence.lastErrorCode`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        /// Not before this many ms from now (`Retry-After`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<i64>,
+    },
+    /// The session expired: hold until a new login.
+    Auth,
+    /// Rejected for good: quarantine with this code.
+    Permanent {
+        /// E.g. `INVALID`, `FORBIDDEN`, `PAYLOAD_CONFLICT`, `HTTP_418`.
+        code: String,
+    },
+    /// The base revision is stale; the server's record is at `actual_revision` (§9).
+    Conflict {
+        /// The server's current revision.
+        actual_revision: Value,
+    },
+}
+
+/// The class of an outcome, as counted by metrics (§12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutcomeClass {
+    /// Success.
+    Success,
+    /// Transient failure.
+    Transient,
+    /// Auth expired.
+    Auth,
+    /// Permanent rejection.
+    Permanent,
+    /// Revision conflict.
+    Conflict,
+}
+
+impl Outcome {
+    /// This outcome's class.
+    #[must_use]
+    pub fn class(&self) -> OutcomeClass {
+        match self {
+            Outcome::Success { .. } => OutcomeClass::Success,
+            Outcome::Transient { .. } => OutcomeClass::Transient,
+            Outcome::Auth => OutcomeClass::Auth,
+            Outcome::Permanent { .. } => OutcomeClass::Permanent,
+            Outcome::Conflict { .. } => OutcomeClass::Conflict,
+        }
+    }
+
+    /// A transient outcome with a code and no `Retry-After`.
+    #[must_use]
+    pub fn transient(code: &str) -> Outcome {
+        Outcome::Transient {
+            code: Some(code.to_owned()),
+            retry_after_ms: None,
+        }
+    }
+
+    /// A success with this receipt, not replayed.
+    #[must_use]
+    pub fn success(receipt: Value) -> Outcome {
+        Outcome::Success {
+            receipt,
+            replayed: false,
+        }
+    }
+}

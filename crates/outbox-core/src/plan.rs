@@ -1,0 +1,96 @@
+//! Plans as data: what the one write primitive, replace (SPEC §4), is asked to do.
+
+use crate::fingerprint::canonical_json;
+use serde_json::Value;
+
+/// A set of stored rows a replace re-reads and compares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every row with this owner and target (index `[owner, target]`).
+    Target {
+        /// Account.
+        owner: String,
+        /// Record key.
+        target: String,
+    },
+    /// The row with this key, if it exists.
+    Id(String),
+}
+
+impl Scope {
+    /// The `(owner, target)` scope.
+    #[must_use]
+    pub fn target(owner: &str, target: &str) -> Scope {
+        Scope::Target {
+            owner: owner.to_owned(),
+            target: target.to_owned(),
+        }
+    }
+
+    /// True if a stored value belongs to this scope.
+    #[must_use]
+    pub fn contains(&self, raw: &Value) -> bool {
+        match self {
+            Scope::Target { owner, target } => {
+                raw.get("owner").and_then(Value::as_str) == Some(owner)
+                    && raw.get("target").and_then(Value::as_str) == Some(target)
+            }
+            Scope::Id(id) => raw.get("id").and_then(Value::as_str) == Some(id),
+        }
+    }
+}
+
+/// One atomic change: if the scopes still hold exactly `expected`, apply deletes then puts.
+#[derive(Clone, Debug, PartialEq, Default)]
+#[must_use]
+pub struct ReplacePlan {
+    /// The scopes to re-read inside the transaction.
+    pub scopes: Vec<Scope>,
+    /// Every row of the scopes as the planner read them, as stored.
+    pub expected: Vec<Value>,
+    /// Keys to delete.
+    pub deletes: Vec<String>,
+    /// Rows to write (encoded).
+    pub puts: Vec<Value>,
+}
+
+/// What a replace did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplaceOutcome {
+    /// The scopes matched; every delete and put was applied.
+    Committed,
+    /// The scopes changed since they were read; nothing was written.
+    Stale,
+}
+
+/// A stored value's key as a sortable string.
+#[must_use]
+pub fn key_string(raw: &Value) -> String {
+    raw.get("id").map(canonical_json).unwrap_or_default()
+}
+
+/// Compares the rows a replace re-read with the rows it expected, as stored and in any
+/// order (object key order does not matter, values do, unknown fields included).
+#[must_use]
+pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
+    if expected.len() != current.len() {
+        return false;
+    }
+    let mut a: Vec<&Value> = expected.iter().collect();
+    let mut b: Vec<&Value> = current.iter().collect();
+    a.sort_by_key(|v| key_string(v));
+    b.sort_by_key(|v| key_string(v));
+    a.iter().zip(b.iter()).all(|(x, y)| x == y)
+}
+
+/// The distinct rows of `all` that fall in any of `scopes`.
+#[must_use]
+pub fn rows_in_scopes<'a>(
+    all: impl IntoIterator<Item = &'a Value>,
+    scopes: &[Scope],
+) -> Vec<Value> {
+    all.into_iter()
+        .filter(|raw| scopes.iter().any(|s| s.contains(raw)))
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,41 @@
+//! Re-issuing a row under a new operation id (SPEC §7 re-issue, §9 conflict successor):
+//! the old id had no effect the new request may reuse, so the gate must see a new key.
+
+use crate::codec::{decode, encode, refingerprint};
+use crate::row::{Row, RowState};
+use serde_json::Value;
+
+/// A copy of `row` under `new_id`, queued and never attempted: drops `claim`, `evidence`,
+/// `sentAt`, `deferredAt`, `heldAt`, `blockedAt`, `blockedCode` and `nextAttemptAt`; keeps
+/// `savedAt`, `target`, `successorOf` and unknown fields. The fingerprint is recomputed.
+#[must_use]
+pub fn reissued(row: &Row, new_id: &str) -> Row {
+    let mut r = row.clone();
+    r.id = new_id.to_owned();
+    r.state = RowState::Queued;
+    r.claim = None;
+    r.evidence = None;
+    r.sent_at = None;
+    r.deferred_at = None;
+    r.held_at = None;
+    r.blocked_at = None;
+    r.blocked_code = None;
+    r.next_attempt_at = None;
+    refingerprint(&mut r);
+    r
+}
+
+/// Puts that re-point every row of `scope_rows` whose `successorOf` is `old_id` to `new_id`.
+/// `skip` lists ids the caller deletes or rewrites itself.
+#[must_use]
+pub fn repoint(scope_rows: &[Value], old_id: &str, new_id: &str, skip: &[&str]) -> Vec<Value> {
+    scope_rows
+        .iter()
+        .filter_map(|raw| decode(raw).ok())
+        .filter(|r| r.successor_of.as_deref() == Some(old_id) && !skip.contains(&r.id.as_str()))
+        .map(|mut r| {
+            r.successor_of = Some(new_id.to_owned());
+            encode(&r)
+        })
+        .collect()
+}

@@ -1,0 +1,239 @@
+//! The stored row, format v1 (SPEC §3), as typed Rust values.
+//!
+//! Every struct keeps the fields it does not know in `extra`, so that a newer writer's
+//! fields survive a read-modify-write by this version (§3 rule 2).
+
+use crate::time::Millis;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// What an operation does to its target record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Creates a record (target chosen by the app, or `pending:<id>`).
+    Create,
+    /// Changes a record.
+    Update,
+    /// Removes a record.
+    Delete,
+}
+
+impl Kind {
+    /// The stored string.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Create => "create",
+            Kind::Update => "update",
+            Kind::Delete => "delete",
+        }
+    }
+
+    /// Parses the stored string; unknown kinds give `None`.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Kind> {
+        match s {
+            "create" => Some(Kind::Create),
+            "update" => Some(Kind::Update),
+            "delete" => Some(Kind::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// Row state as stored.
+///
+/// ```text
+///            claim (§5)              success → row deleted
+///  queued ───────────────▶ sending ──┬── transient ──▶ queued (nextAttemptAt)
+///    ▲  ▲                            ├── auth ───────▶ held ──resumeHeld──▶ queued
+///    │  └───── retryBlocked ─────────┼── permanent ──▶ blocked
+///    │                               └── conflict ───▶ row replaced by a conflict successor
+///    └── lease expiry: a `sending` row whose claim expired is claimable again
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowState {
+    /// Waiting to be sent (maybe not before `nextAttemptAt`).
+    Queued,
+    /// Claimed by a tab that is sending it.
+    Sending,
+    /// Waiting for a new login (auth answer).
+    Held,
+    /// Quarantined: rejected permanently, or an intent that could not be converted.
+    Blocked,
+}
+
+impl RowState {
+    /// The stored string.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowState::Queued => "queued",
+            RowState::Sending => "sending",
+            RowState::Held => "held",
+            RowState::Blocked => "blocked",
+        }
+    }
+
+    /// Parses the stored string; unknown states give `None`.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<RowState> {
+        match s {
+            "queued" => Some(RowState::Queued),
+            "sending" => Some(RowState::Sending),
+            "held" => Some(RowState::Held),
+            "blocked" => Some(RowState::Blocked),
+            _ => None,
+        }
+    }
+}
+
+/// `{tabId, expiresAt, fence}`: who is sending the row, until when (§5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// The claiming tab.
+    pub tab_id: String,
+    /// The claim is void at and after this instant.
+    pub expires_at: Millis,
+    /// Grows by one on every claim; never reset while the row lives.
+    pub fence: u64,
+    /// Fields this version does not know.
+    pub extra: Map<String, Value>,
+}
+
+/// `{attemptCount, lastAttemptAt, lastErrorCode?}`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Evidence {
+    /// Number of claims (attempts) so far.
+    pub attempt_count: u64,
+    /// When the last attempt was claimed.
+    pub last_attempt_at: Option<Millis>,
+    /// The code of the last failure, if any.
+    pub last_error_code: Option<String>,
+    /// Fields this version does not know.
+    pub extra: Map<String, Value>,
+}
+
+/// `{bundle, at}`: which library version last claimed the row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Writer {
+    /// Library version string.
+    pub bundle: String,
+    /// When it claimed.
+    pub at: Millis,
+    /// Fields this version does not know.
+    pub extra: Map<String, Value>,
+}
+
+/// What a tab holds after claiming a row; needed to apply the answer (§6).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ticket {
+    /// The tab that claimed.
+    pub tab_id: String,
+    /// The fence its claim wrote.
+    pub fence: u64,
+}
+
+/// One decoded row of the outbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Operation id (UUID v4), the store key.
+    pub id: String,
+    /// Account the row belongs to.
+    pub owner: String,
+    /// Record key, or `pending:<create id>`.
+    pub target: String,
+    /// create / update / delete.
+    pub kind: Kind,
+    /// Request body exactly as the app gave it.
+    pub body: Value,
+    /// Base revision for optimistic concurrency.
+    pub revision: Option<Value>,
+    /// See [`crate::fingerprint`].
+    pub fingerprint: String,
+    /// Enqueue time; send order.
+    pub saved_at: Millis,
+    /// Stored state.
+    pub state: RowState,
+    /// When the current or last attempt was claimed (dropped on an answer).
+    pub sent_at: Option<Millis>,
+    /// When a transient or auth answer deferred it.
+    pub deferred_at: Option<Millis>,
+    /// When an auth answer held it.
+    pub held_at: Option<Millis>,
+    /// When it was quarantined.
+    pub blocked_at: Option<Millis>,
+    /// Not sendable before this instant.
+    pub next_attempt_at: Option<Millis>,
+    /// Why it is quarantined.
+    pub blocked_code: Option<String>,
+    /// The current or last claim.
+    pub claim: Option<Claim>,
+    /// Attempt history.
+    pub evidence: Option<Evidence>,
+    /// Which library version last claimed it.
+    pub writer: Option<Writer>,
+    /// The row this one waits for.
+    pub successor_of: Option<String>,
+    /// Why a conflict successor was written (§9).
+    pub conflict: Option<Value>,
+    /// Fields this version does not know, kept as stored.
+    pub extra: Map<String, Value>,
+}
+
+/// Prefix of targets naming a record the server has not created yet.
+pub const PENDING_PREFIX: &str = "pending:";
+
+impl Row {
+    /// The create id a `pending:` target names, if it is one.
+    #[must_use]
+    pub fn pending_create_id(&self) -> Option<&str> {
+        self.target.strip_prefix(PENDING_PREFIX)
+    }
+
+    /// An intent row (§7): an update or delete of a record not created yet.
+    #[must_use]
+    pub fn is_intent(&self) -> bool {
+        self.kind != Kind::Create && self.pending_create_id().is_some()
+    }
+
+    /// True if no attempt of this row was ever made (no claim, no evidence, no answer).
+    #[must_use]
+    pub fn never_attempted(&self) -> bool {
+        self.state == RowState::Queued
+            && self.evidence.is_none()
+            && self.claim.is_none()
+            && self.sent_at.is_none()
+            && self.deferred_at.is_none()
+            && self.held_at.is_none()
+    }
+
+    /// The ticket matching this row's claim, if it has one.
+    #[must_use]
+    pub fn ticket(&self) -> Option<Ticket> {
+        self.claim.as_ref().map(|c| Ticket {
+            tab_id: c.tab_id.clone(),
+            fence: c.fence,
+        })
+    }
+
+    /// The scope this row lives in.
+    #[must_use]
+    pub fn scope(&self) -> crate::plan::Scope {
+        crate::plan::Scope::target(&self.owner, &self.target)
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} ({})",
+            self.kind.as_str(),
+            self.target,
+            self.id,
+            self.state.as_str()
+        )
+    }
+}

@@ -1,0 +1,89 @@
+//! Which rows are sendable now (SPEC §8, `selectSendable`).
+
+use crate::codec::Stored;
+use crate::inflight::in_flight;
+use crate::row::{Row, RowState};
+use crate::time::Millis;
+use std::collections::HashMap;
+
+/// Why a row is not sendable now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsendable {
+    /// `blocked` or `held`.
+    Parked,
+    /// `nextAttemptAt` is later than now.
+    NotYet(Millis),
+    /// In flight by another tab, or by an older writer.
+    InFlightElsewhere,
+    /// Its predecessor still exists and is not blocked.
+    WaitsFor(String),
+    /// An intent row: converted when its create's receipt arrives, never sent as it is.
+    Intent,
+}
+
+/// Checks one row against §8 rules 1–4. `exists` answers whether a row id is stored and,
+/// if so, whether that row is blocked (`Some(true)`).
+pub fn check_sendable(
+    row: &Row,
+    tab_id: &str,
+    now: Millis,
+    lease_ms: i64,
+    blocked: impl Fn(&str) -> Option<bool>,
+) -> Result<(), Unsendable> {
+    if matches!(row.state, RowState::Blocked | RowState::Held) {
+        return Err(Unsendable::Parked);
+    }
+    if let Some(at) = row.next_attempt_at {
+        if at > now {
+            return Err(Unsendable::NotYet(at));
+        }
+    }
+    if in_flight(row, now, lease_ms).by_other_than(tab_id) {
+        return Err(Unsendable::InFlightElsewhere);
+    }
+    if let Some(pred) = &row.successor_of {
+        if blocked(pred) == Some(false) {
+            return Err(Unsendable::WaitsFor(pred.clone()));
+        }
+    }
+    if row.is_intent() {
+        return Err(Unsendable::Intent);
+    }
+    Ok(())
+}
+
+/// The sendable rows of `stored`, in `(savedAt, id)` order. Undecodable values count as
+/// existing, unblocked predecessors (a successor never overtakes what cannot be read).
+#[must_use]
+pub fn select_sendable<'a>(
+    stored: &'a [Stored],
+    tab_id: &str,
+    now: Millis,
+    lease_ms: i64,
+) -> Vec<&'a Row> {
+    let index = blocked_index(stored);
+    let mut out: Vec<&Row> = stored
+        .iter()
+        .filter_map(Stored::row)
+        .filter(|r| check_sendable(r, tab_id, now, lease_ms, |id| index.get(id).copied()).is_ok())
+        .collect();
+    sort_rows(&mut out);
+    out
+}
+
+/// Maps every stored id to whether that row is blocked.
+#[must_use]
+pub fn blocked_index(stored: &[Stored]) -> HashMap<&str, bool> {
+    stored
+        .iter()
+        .filter_map(|s| match s {
+            Stored::Row(r) => Some((r.id.as_str(), r.state == RowState::Blocked)),
+            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, false)),
+        })
+        .collect()
+}
+
+/// Sorts rows by `(savedAt, id)`.
+pub fn sort_rows(rows: &mut [&Row]) {
+    rows.sort_by(|a, b| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+}

@@ -1,0 +1,316 @@
+//! Simulated tabs over one in-memory store, each with its own fake clock and draws, driving
+//! the planner's flush machine request by request (SPEC §13 scenarios, property tests).
+#![allow(dead_code)]
+
+pub mod server;
+
+use outbox_core::enqueue::{enqueue_scope, plan_enqueue, EnqueuePlan};
+use outbox_core::input::NewOperation;
+use outbox_core::intent::Prepared;
+use outbox_core::memstore::MemStore;
+use outbox_core::{
+    decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, ReplaceOutcome, Request, Row,
+    Tab, Token,
+};
+use serde_json::{json, Value};
+pub use server::Server;
+use std::collections::HashMap;
+
+/// Deterministic draws: a small LCG and numbered ids.
+#[derive(Clone, Debug)]
+pub struct SeqDraws {
+    pub prefix: String,
+    pub state: u64,
+    pub n: u64,
+}
+
+impl Draws for SeqDraws {
+    fn unit(&mut self) -> f64 {
+        self.state = self
+            .state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.state >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn new_id(&mut self) -> String {
+        self.n += 1;
+        format!("{}-{}", self.prefix, self.n)
+    }
+}
+
+/// What the fake app answers from its ports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ports {
+    pub prepare: bool,
+    pub find: bool,
+}
+
+pub struct SimTab {
+    pub tab: Tab,
+    pub now: Millis,
+    pub draws: SeqDraws,
+    pub flush: Option<Flush>,
+    /// Requests asked by the flush and not carried out yet.
+    pub inbox: Vec<Request>,
+    /// Sends carried out whose answer has not been delivered: (token, outcome).
+    pub air: Vec<(Token, Outcome)>,
+    pub ports: Ports,
+    pub reports: Vec<FlushReport>,
+    /// token → (row id, fence) of claims this tab committed.
+    pub tickets: HashMap<Token, (String, u64)>,
+}
+
+pub struct World {
+    pub store: MemStore,
+    pub server: Server,
+    pub tabs: Vec<SimTab>,
+    pub ids: u64,
+}
+
+pub const LEASE: i64 = 10_000;
+pub const T0: i64 = 1_700_000_000_000;
+
+impl World {
+    pub fn new(n_tabs: usize) -> World {
+        let tabs = (0..n_tabs)
+            .map(|i| SimTab {
+                tab: Tab::new(format!("tab-{i}")).with_lease(LEASE),
+                now: Millis(T0),
+                draws: SeqDraws {
+                    prefix: format!("c{i}"),
+                    state: i as u64 + 1,
+                    n: 0,
+                },
+                flush: None,
+                inbox: vec![],
+                air: vec![],
+                ports: Ports {
+                    prepare: true,
+                    find: true,
+                },
+                reports: vec![],
+                tickets: HashMap::new(),
+            })
+            .collect();
+        World {
+            store: MemStore::new(),
+            server: Server::default(),
+            tabs,
+            ids: 0,
+        }
+    }
+
+    pub fn advance(&mut self, tab: usize, ms: i64) {
+        self.tabs[tab].now = self.tabs[tab].now.plus(ms);
+    }
+
+    pub fn advance_all(&mut self, ms: i64) {
+        for t in 0..self.tabs.len() {
+            self.advance(t, ms);
+        }
+    }
+
+    /// Enqueues as the binding does: one transaction over the operation's scope.
+    pub fn enqueue(&mut self, tab: usize, op: Value) -> EnqueuePlan {
+        let op = NewOperation::from_json(&op).expect("valid operation");
+        self.ids += 2;
+        let (id, reissue) = (format!("op-{}", self.ids - 1), format!("op-{}", self.ids));
+        let t = &self.tabs[tab];
+        let scope = enqueue_scope(&op, &id);
+        let mut out = None;
+        let r = self.store.transact(&[scope], |rows| {
+            let p = plan_enqueue(&op, &id, &reissue, rows, &t.tab, t.now);
+            let plan = p.plan.clone();
+            out = Some(p);
+            Some(plan)
+        });
+        assert_eq!(r, Some(ReplaceOutcome::Committed));
+        out.unwrap()
+    }
+
+    pub fn row(&self, id: &str) -> Option<Row> {
+        self.store.get(id).map(|v| decode(v).expect("decodable"))
+    }
+
+    pub fn raw(&self, id: &str) -> Option<Value> {
+        self.store.get(id).cloned()
+    }
+
+    pub fn start_flush(&mut self, tab: usize, owner: &str) {
+        let t = &mut self.tabs[tab];
+        let mut opts = FlushOptions::new(owner, t.tab.clone());
+        opts.has_prepare = t.ports.prepare;
+        opts.has_find = t.ports.find;
+        t.flush = Some(Flush::new(opts));
+        t.inbox.clear();
+        self.collect(tab);
+    }
+
+    fn collect(&mut self, tab: usize) {
+        let t = &mut self.tabs[tab];
+        if let Some(f) = t.flush.as_mut() {
+            while let Some(r) = f.poll_request() {
+                t.inbox.push(r);
+            }
+            if f.is_done() && t.inbox.is_empty() && t.air.is_empty() {
+                t.reports.push(f.report().clone());
+                t.flush = None;
+            }
+        }
+    }
+
+    pub fn flushing(&self, tab: usize) -> bool {
+        self.tabs[tab].flush.is_some()
+    }
+
+    /// Index of the first pending request matching `pred`.
+    pub fn find(&self, tab: usize, pred: impl Fn(&Request) -> bool) -> Option<usize> {
+        self.tabs[tab].inbox.iter().position(pred)
+    }
+
+    /// Carries out pending request `idx` of `tab`. Sends go to the server now; their answer
+    /// waits in the air until [`World::deliver`]. `answer` decides what the tab hears.
+    pub fn step(
+        &mut self,
+        tab: usize,
+        idx: usize,
+        answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome,
+    ) {
+        let req = self.tabs[tab].inbox.remove(idx);
+        let t = &mut self.tabs[tab];
+        let Some(flush) = t.flush.as_mut() else {
+            return;
+        };
+        let now = t.now;
+        match req {
+            Request::ReadOwner { token, owner } => {
+                let rows = self.store.read_owner(&owner);
+                flush.handle_rows(token, &rows, now, &mut t.draws);
+            }
+            Request::Write { token, scopes } => {
+                let draws = &mut t.draws;
+                let r = self
+                    .store
+                    .transact(&scopes, |cur| flush.plan(token, cur, now, draws));
+                flush.handle_written(token, r, now);
+            }
+            Request::Send { token, op } => {
+                if let Some(claim) = self.store.get(&op.id).and_then(|v| v.get("claim")) {
+                    t.tickets
+                        .insert(token, (op.id.clone(), claim["fence"].as_u64().unwrap()));
+                }
+                let out = answer(&mut self.server, &op);
+                t.air.push((token, out));
+            }
+            Request::Prepare {
+                token,
+                intent,
+                receipt,
+                ..
+            } => {
+                let p = prepare(&intent, &receipt);
+                flush.handle_prepared(token, p);
+            }
+            Request::FindReceipt {
+                token,
+                operation_id,
+                ..
+            } => {
+                let r = Ok(self.server.receipt_of(&operation_id));
+                flush.handle_found(token, r);
+            }
+        }
+        self.collect(tab);
+    }
+
+    /// Delivers the answer of send `idx` in the air.
+    pub fn deliver(&mut self, tab: usize, idx: usize) {
+        let t = &mut self.tabs[tab];
+        let (token, out) = t.air.remove(idx);
+        let now = t.now;
+        if let Some(f) = t.flush.as_mut() {
+            f.handle_sent(token, out, now);
+        }
+        self.collect(tab);
+    }
+
+    /// The tab dies: its flush, pending requests and answers in the air are gone.
+    pub fn kill(&mut self, tab: usize) {
+        let t = &mut self.tabs[tab];
+        t.flush = None;
+        t.inbox.clear();
+        t.air.clear();
+    }
+
+    /// Runs the tab's flush to its end, every request in order, answers delivered at once.
+    pub fn drain(
+        &mut self,
+        tab: usize,
+        answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome,
+    ) -> FlushReport {
+        while self.flushing(tab) {
+            if !self.tabs[tab].inbox.is_empty() {
+                self.step(tab, 0, answer);
+            } else if !self.tabs[tab].air.is_empty() {
+                self.deliver(tab, 0);
+            } else {
+                panic!("flush stuck with nothing to do");
+            }
+        }
+        self.tabs[tab].reports.last().cloned().unwrap()
+    }
+
+    /// Starts and drains a flush with a server that answers every request truly.
+    pub fn flush(&mut self, tab: usize, owner: &str) -> FlushReport {
+        self.start_flush(tab, owner);
+        self.drain(tab, &mut |s, op| s.handle(op))
+    }
+}
+
+/// The fake app's `prepareSuccessor`: the server id as target, the intent's body, the
+/// receipt's revision as base revision.
+pub fn prepare(intent: &Row, receipt: &Value) -> Result<Prepared, String> {
+    let target = receipt
+        .get("serverId")
+        .and_then(Value::as_str)
+        .ok_or("receipt without serverId")?;
+    Ok(Prepared {
+        target: target.to_owned(),
+        body: intent.body.clone(),
+        revision: receipt.get("revision").cloned(),
+    })
+}
+
+pub fn update(owner: &str, target: &str, body: Value) -> Value {
+    json!({"owner": owner, "target": target, "kind": "update", "body": body})
+}
+
+pub fn create(owner: &str, body: Value) -> Value {
+    json!({"owner": owner, "kind": "create", "body": body})
+}
+
+pub fn delete(owner: &str, target: &str) -> Value {
+    json!({"owner": owner, "target": target, "kind": "delete"})
+}
+
+pub fn is_send(r: &Request) -> bool {
+    matches!(r, Request::Send { .. })
+}
+
+pub fn truthful(s: &mut Server, op: &outbox_core::SendOp) -> Outcome {
+    s.handle(op)
+}
+
+/// Steps `tab` until a send is in the air (or the flush ends).
+pub fn run_until_sent(
+    w: &mut World,
+    tab: usize,
+    answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome,
+) {
+    while w.flushing(tab) && w.tabs[tab].air.is_empty() {
+        if w.tabs[tab].inbox.is_empty() {
+            break;
+        }
+        w.step(tab, 0, answer);
+    }
+}
