@@ -45,9 +45,7 @@ pub fn ack_scopes(row: &Row) -> Vec<Scope> {
 /// True if `row` carries exactly this ticket's claim.
 #[must_use]
 pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
-    row.claim
-        .as_ref()
-        .is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
+    row.claim.as_ref().is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
 }
 
 /// Intents of `create` in `scope_rows` still waiting for conversion (not blocked), in
@@ -57,11 +55,7 @@ pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> 
     let mut intents: Vec<(Row, Value)> = scope_rows
         .iter()
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
-        .filter(|(r, _)| {
-            r.is_intent()
-                && r.successor_of.as_deref() == Some(&create.id)
-                && r.state != RowState::Blocked
-        })
+        .filter(|(r, _)| r.is_intent() && r.successor_of.as_deref() == Some(&create.id) && r.state != RowState::Blocked)
         .collect();
     intents.sort_by(|(a, _), (b, _)| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
     intents
@@ -78,10 +72,7 @@ pub fn plan_ack(
     backoff: &Backoff,
     draws: &AckDraws,
 ) -> AckDecision {
-    let Some(raw) = scope_rows
-        .iter()
-        .find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))
-    else {
+    let Some(raw) = scope_rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(row_id)) else {
         return AckDecision::NotMine;
     };
     let Stored::Row(mut row) = Stored::from_value(raw) else {
@@ -105,25 +96,17 @@ pub fn plan_ack(
             }
             let scope = row.scope();
             ReplacePlan {
-                expected: scope_rows
-                    .iter()
-                    .filter(|r| scope.contains(r) || *r == raw)
-                    .cloned()
-                    .collect(),
+                expected: scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect(),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 puts: vec![],
             }
         }
-        Outcome::Transient {
-            code,
-            retry_after_ms,
-        } => {
+        Outcome::Transient { code, retry_after_ms } => {
             row.state = RowState::Queued;
             row.sent_at = None;
             row.deferred_at = Some(now);
-            row.next_attempt_at =
-                Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
+            row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
             set_error(&mut row, code.clone());
             expire(&mut row, now);
             only_row(vec![encode(&row)], vec![])
@@ -149,16 +132,10 @@ pub fn plan_ack(
         Outcome::Conflict { actual_revision } => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
             let plan = conflict_plan(&row, raw, scope_rows, &successor);
-            return AckDecision::Apply {
-                plan,
-                successor: Some(successor),
-            };
+            return AckDecision::Apply { plan, successor: Some(successor) };
         }
     };
-    AckDecision::Apply {
-        plan,
-        successor: None,
-    }
+    AckDecision::Apply { plan, successor: None }
 }
 
 fn set_error(row: &mut Row, code: Option<String>) {
@@ -180,25 +157,15 @@ pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_i
     let mut with_rev = row.clone();
     with_rev.revision = (!actual_revision.is_null()).then(|| actual_revision.clone());
     let mut s = reissued(&with_rev, new_id);
-    s.conflict =
-        Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
+    s.conflict = Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
     s
 }
 
 /// One replace: remove the original, write its successor, re-point rows that waited for it.
 fn conflict_plan(row: &Row, raw: &Value, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
     let scope = row.scope();
-    let expected: Vec<Value> = scope_rows
-        .iter()
-        .filter(|r| scope.contains(r) || *r == raw)
-        .cloned()
-        .collect();
+    let expected: Vec<Value> = scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect();
     let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
     puts.push(encode(successor));
-    ReplacePlan {
-        scopes: vec![Scope::Id(row.id.clone()), scope],
-        expected,
-        deletes: vec![row.id.clone()],
-        puts,
-    }
+    ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }
 }

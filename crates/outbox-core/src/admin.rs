@@ -40,9 +40,7 @@ pub fn plan_retry_blocked(
     scope_rows: &[Value],
     new_id: &str,
 ) -> Option<ReplacePlan> {
-    let raw = scope_rows
-        .iter()
-        .find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))?;
+    let raw = scope_rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))?;
     let mut row = decode(raw).ok()?;
     if row.owner != owner || row.state != RowState::Blocked {
         return None;

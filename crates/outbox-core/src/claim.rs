@@ -66,8 +66,7 @@ pub fn plan_claim(
             _ => None,
         }
     };
-    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_blocked)
-        .map_err(ClaimSkip::NotSendable)?;
+    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_blocked).map_err(ClaimSkip::NotSendable)?;
 
     let mut scopes = vec![Scope::Id(row.id.clone())];
     let mut expected = vec![raw.clone()];
@@ -77,28 +76,14 @@ pub fn plan_claim(
     }
     apply_claim(&mut row, tab, now);
     let ticket = row.ticket().expect("claim just written");
-    Ok(ClaimPlan {
-        plan: ReplacePlan {
-            scopes,
-            expected,
-            deletes: vec![],
-            puts: vec![encode(&row)],
-        },
-        ticket,
-        row,
-    })
+    Ok(ClaimPlan { plan: ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)] }, ticket, row })
 }
 
 /// Writes the §5 claim fields onto a row.
 pub fn apply_claim(row: &mut Row, tab: &Tab, now: Millis) {
     let fence = row.claim.as_ref().map_or(0, |c| c.fence) + 1;
     let extra = row.claim.take().map(|c| c.extra).unwrap_or_default();
-    row.claim = Some(Claim {
-        tab_id: tab.tab_id.clone(),
-        expires_at: now.plus(tab.lease_ms),
-        fence,
-        extra,
-    });
+    row.claim = Some(Claim { tab_id: tab.tab_id.clone(), expires_at: now.plus(tab.lease_ms), fence, extra });
     row.state = RowState::Sending;
     row.sent_at = Some(now);
     let mut ev = row.evidence.take().unwrap_or_default();
@@ -106,9 +91,5 @@ pub fn apply_claim(row: &mut Row, tab: &Tab, now: Millis) {
     ev.last_attempt_at = Some(now);
     row.evidence = Some(ev);
     let extra = row.writer.take().map(|w| w.extra).unwrap_or_default();
-    row.writer = Some(Writer {
-        bundle: tab.bundle.clone(),
-        at: now,
-        extra,
-    });
+    row.writer = Some(Writer { bundle: tab.bundle.clone(), at: now, extra });
 }

@@ -7,27 +7,12 @@ use serde_json::Value;
 /// Classifies one HTTP answer. `headers` are `(name, value)` pairs, names matched without
 /// case; `status` 0 means the request never got an answer (network error).
 #[must_use]
-pub fn classify_http(
-    status: u16,
-    headers: &[(String, String)],
-    body: &Value,
-    now: Millis,
-) -> Outcome {
-    let header = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim())
-    };
+pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, now: Millis) -> Outcome {
+    let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
     let code = body.get("code").and_then(Value::as_str);
     let retry_after_ms = header("retry-after").and_then(|v| parse_retry_after(v, now));
-    let transient = |code: String| Outcome::Transient {
-        code: Some(code),
-        retry_after_ms,
-    };
-    let permanent = |code: &str| Outcome::Permanent {
-        code: code.to_owned(),
-    };
+    let transient = |code: String| Outcome::Transient { code: Some(code), retry_after_ms };
+    let permanent = |code: &str| Outcome::Permanent { code: code.to_owned() };
     match status {
         200..=299 => Outcome::Success {
             receipt: body.clone(),
@@ -37,9 +22,9 @@ pub fn classify_http(
         408 => transient("TIMEOUT".into()),
         429 => transient("RATE_LIMITED".into()),
         409 if code == Some("IN_PROGRESS") => transient("IN_PROGRESS".into()),
-        412 if code == Some("REVISION_CONFLICT") => Outcome::Conflict {
-            actual_revision: body.get("actualRevision").cloned().unwrap_or(Value::Null),
-        },
+        412 if code == Some("REVISION_CONFLICT") => {
+            Outcome::Conflict { actual_revision: body.get("actualRevision").cloned().unwrap_or(Value::Null) }
+        }
         422 if code == Some("PAYLOAD_CONFLICT") => permanent("PAYLOAD_CONFLICT"),
         401 => Outcome::Auth,
         403 => permanent("FORBIDDEN"),
@@ -57,19 +42,13 @@ pub fn classify_http(
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<i64> {
     let v = value.trim();
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(
-            v.parse::<i64>()
-                .unwrap_or(i64::MAX / 1000)
-                .saturating_mul(1000),
-        );
+        return Some(v.parse::<i64>().unwrap_or(i64::MAX / 1000).saturating_mul(1000));
     }
     let at = parse_http_date(v)?;
     Some(at.since(now).max(0))
 }
 
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
+const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
 
 /// Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime), always GMT.
 #[must_use]
@@ -83,11 +62,7 @@ pub fn parse_http_date(s: &str) -> Option<Millis> {
         if let Some(m) = MONTHS.iter().position(|m| lower == *m) {
             month = Some(m as i64 + 1);
         } else if t.contains(':') {
-            let parts: Vec<i64> = t
-                .split(':')
-                .map(str::parse)
-                .collect::<Result<_, _>>()
-                .ok()?;
+            let parts: Vec<i64> = t.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
             if parts.len() != 3 || parts[0] > 23 || parts[1] > 59 || parts[2] > 60 {
                 return None;
             }
@@ -132,10 +107,7 @@ mod tests {
     use serde_json::json;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn perm(code: &str) -> Outcome {
@@ -147,13 +119,7 @@ mod tests {
         let now = Millis(0);
         let none = h(&[]);
         let c = |s, b: Value| classify_http(s, &none, &b, now);
-        assert_eq!(
-            c(201, json!({"serverId": 7})),
-            Success {
-                receipt: json!({"serverId": 7}),
-                replayed: false
-            }
-        );
+        assert_eq!(c(201, json!({"serverId": 7})), Success { receipt: json!({"serverId": 7}), replayed: false });
         assert_eq!(c(0, json!(null)), Outcome::transient("NETWORK"));
         assert_eq!(c(408, json!(null)), Outcome::transient("TIMEOUT"));
         assert_eq!(c(429, json!(null)), Outcome::transient("RATE_LIMITED"));
@@ -164,23 +130,12 @@ mod tests {
         assert_eq!(c(403, json!(null)), perm("FORBIDDEN"));
         assert_eq!(c(400, json!(null)), perm("INVALID"));
         assert_eq!(c(422, json!({"code": "TOO_HEAVY"})), perm("INVALID"));
-        assert_eq!(
-            c(422, json!({"code": "PAYLOAD_CONFLICT"})),
-            perm("PAYLOAD_CONFLICT")
-        );
-        assert_eq!(
-            c(409, json!({"code": "IN_PROGRESS"})),
-            Outcome::transient("IN_PROGRESS")
-        );
+        assert_eq!(c(422, json!({"code": "PAYLOAD_CONFLICT"})), perm("PAYLOAD_CONFLICT"));
+        assert_eq!(c(409, json!({"code": "IN_PROGRESS"})), Outcome::transient("IN_PROGRESS"));
         assert_eq!(c(409, json!({})), perm("HTTP_409"));
         assert_eq!(
-            c(
-                412,
-                json!({"code": "REVISION_CONFLICT", "actualRevision": 9})
-            ),
-            Conflict {
-                actual_revision: json!(9)
-            }
+            c(412, json!({"code": "REVISION_CONFLICT", "actualRevision": 9})),
+            Conflict { actual_revision: json!(9) }
         );
         assert_eq!(c(404, json!(null)), perm("NOT_FOUND"));
         assert_eq!(c(410, json!(null)), perm("GONE"));
@@ -189,45 +144,21 @@ mod tests {
 
     #[test]
     fn replayed_header_marks_a_replay() {
-        let out = classify_http(
-            200,
-            &h(&[("Idempotent-Replayed", "true")]),
-            &json!({}),
-            Millis(0),
-        );
-        assert_eq!(
-            out,
-            Success {
-                receipt: json!({}),
-                replayed: true
-            }
-        );
+        let out = classify_http(200, &h(&[("Idempotent-Replayed", "true")]), &json!({}), Millis(0));
+        assert_eq!(out, Success { receipt: json!({}), replayed: true });
     }
 
     #[test]
     fn retry_after_in_seconds_and_in_every_http_date_form() {
         // 1994-11-06T08:49:37Z = 784111777 s
         let now = Millis(784_111_777_000 - 5_000);
-        for date in [
-            "Sun, 06 Nov 1994 08:49:37 GMT",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
-        ] {
+        for date in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
             assert_eq!(parse_retry_after(date, now), Some(5_000), "{date}");
         }
         assert_eq!(parse_retry_after("120", now), Some(120_000));
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", Millis(784_111_777_000 + 1)),
-            Some(0)
-        );
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", Millis(784_111_777_000 + 1)), Some(0));
         assert_eq!(parse_retry_after("soon", now), None);
         let out = classify_http(503, &h(&[("retry-after", "3")]), &json!(null), now);
-        assert_eq!(
-            out,
-            Transient {
-                code: Some("HTTP_503".into()),
-                retry_after_ms: Some(3_000)
-            }
-        );
+        assert_eq!(out, Transient { code: Some("HTTP_503".into()), retry_after_ms: Some(3_000) });
     }
 }

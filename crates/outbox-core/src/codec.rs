@@ -105,11 +105,7 @@ fn required_str(map: &mut Map<String, Value>, key: &'static str) -> Result<Strin
 }
 
 /// Takes an optional field out of `map` if `read` accepts it; otherwise leaves it stored.
-fn optional<T>(
-    map: &mut Map<String, Value>,
-    key: &str,
-    read: impl Fn(&Value) -> Option<T>,
-) -> Option<T> {
+fn optional<T>(map: &mut Map<String, Value>, key: &str, read: impl Fn(&Value) -> Option<T>) -> Option<T> {
     let parsed = map.get(key).and_then(read);
     if parsed.is_some() {
         map.shift_remove(key);
@@ -133,12 +129,7 @@ fn read_claim(v: &Value) -> Option<Claim> {
     for k in ["tabId", "expiresAt", "fence"] {
         m.shift_remove(k);
     }
-    Some(Claim {
-        tab_id,
-        expires_at,
-        fence,
-        extra: m,
-    })
+    Some(Claim { tab_id, expires_at, fence, extra: m })
 }
 
 fn read_evidence(v: &Value) -> Option<Evidence> {
@@ -150,12 +141,7 @@ fn read_evidence(v: &Value) -> Option<Evidence> {
     let last_attempt_at = optional(&mut m, "lastAttemptAt", Millis::from_json);
     let last_error_code = optional(&mut m, "lastErrorCode", read_string);
     m.shift_remove("attemptCount");
-    Some(Evidence {
-        attempt_count,
-        last_attempt_at,
-        last_error_code,
-        extra: m,
-    })
+    Some(Evidence { attempt_count, last_attempt_at, last_error_code, extra: m })
 }
 
 fn read_writer(v: &Value) -> Option<Writer> {
@@ -164,11 +150,7 @@ fn read_writer(v: &Value) -> Option<Writer> {
     let at = Millis::from_json(m.get("at")?)?;
     m.shift_remove("bundle");
     m.shift_remove("at");
-    Some(Writer {
-        bundle,
-        at,
-        extra: m,
-    })
+    Some(Writer { bundle, at, extra: m })
 }
 
 /// Decodes one stored row.
@@ -190,14 +172,11 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
         Some(v) => Millis::from_json(v).ok_or(DecodeError::WrongType("savedAt"))?,
     };
     map.shift_remove("savedAt");
-    let body = map
-        .shift_remove("body")
-        .ok_or(DecodeError::MissingField("body"))?;
+    let body = map.shift_remove("body").ok_or(DecodeError::MissingField("body"))?;
     let revision = optional(&mut map, "revision", |v| v.is_number().then(|| v.clone()));
     let stored_fingerprint = optional(&mut map, "fingerprint", read_string);
-    let fingerprint = stored_fingerprint.unwrap_or_else(|| {
-        crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref())
-    });
+    let fingerprint =
+        stored_fingerprint.unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));
     Ok(Row {
         sent_at: optional(&mut map, "sentAt", Millis::from_json),
         deferred_at: optional(&mut map, "deferredAt", Millis::from_json),
@@ -248,16 +227,8 @@ fn encode_claim(c: &Claim) -> Value {
 fn encode_evidence(e: &Evidence) -> Value {
     let mut m = Map::new();
     m.insert("attemptCount".into(), Value::from(e.attempt_count));
-    put(
-        &mut m,
-        "lastAttemptAt",
-        e.last_attempt_at.map(Millis::to_json),
-    );
-    put(
-        &mut m,
-        "lastErrorCode",
-        e.last_error_code.clone().map(Value::from),
-    );
+    put(&mut m, "lastAttemptAt", e.last_attempt_at.map(Millis::to_json));
+    put(&mut m, "lastErrorCode", e.last_error_code.clone().map(Value::from));
     with_extra(m, &e.extra)
 }
 
@@ -285,28 +256,12 @@ pub fn encode(row: &Row) -> Value {
     put(&mut m, "deferredAt", row.deferred_at.map(Millis::to_json));
     put(&mut m, "heldAt", row.held_at.map(Millis::to_json));
     put(&mut m, "blockedAt", row.blocked_at.map(Millis::to_json));
-    put(
-        &mut m,
-        "nextAttemptAt",
-        row.next_attempt_at.map(Millis::to_json),
-    );
-    put(
-        &mut m,
-        "blockedCode",
-        row.blocked_code.clone().map(Value::from),
-    );
+    put(&mut m, "nextAttemptAt", row.next_attempt_at.map(Millis::to_json));
+    put(&mut m, "blockedCode", row.blocked_code.clone().map(Value::from));
     put(&mut m, "claim", row.claim.as_ref().map(encode_claim));
-    put(
-        &mut m,
-        "evidence",
-        row.evidence.as_ref().map(encode_evidence),
-    );
+    put(&mut m, "evidence", row.evidence.as_ref().map(encode_evidence));
     put(&mut m, "writer", row.writer.as_ref().map(encode_writer));
-    put(
-        &mut m,
-        "successorOf",
-        row.successor_of.clone().map(Value::from),
-    );
+    put(&mut m, "successorOf", row.successor_of.clone().map(Value::from));
     put(&mut m, "conflict", row.conflict.clone());
     with_extra(m, &row.extra)
 }

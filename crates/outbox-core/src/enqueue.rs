@@ -30,9 +30,7 @@ pub fn enqueue_scope(op: &NewOperation, id: &str) -> Scope {
 }
 
 fn target_of(op: &NewOperation, id: &str) -> String {
-    op.target
-        .clone()
-        .unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
+    op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
 }
 
 /// Shallow merge: `patch`'s fields over `base`'s when both are objects, else `patch`.
@@ -63,29 +61,16 @@ pub fn plan_enqueue(
 ) -> EnqueuePlan {
     let target = target_of(op, id);
     let scope = Scope::target(&op.owner, &target);
-    let mut rows: Vec<Row> = scope_rows
-        .iter()
-        .filter_map(|r| Stored::from_value(r).row().cloned())
-        .collect();
+    let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
     rows.sort_by(|a, b| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
-    let base = ReplacePlan {
-        scopes: vec![scope],
-        expected: scope_rows.to_vec(),
-        deletes: vec![],
-        puts: vec![],
-    };
+    let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
 
-    let mergeable = rows.iter().find(|r| {
-        r.kind == Kind::Create
-            && !flying(r)
-            && (r.never_attempted() || r.state == RowState::Blocked)
-    });
+    let mergeable = rows
+        .iter()
+        .find(|r| r.kind == Kind::Create && !flying(r) && (r.never_attempted() || r.state == RowState::Blocked));
     if let (Some(create), false) = (mergeable, op.kind == Kind::Create) {
-        let folded: Vec<&Row> = rows
-            .iter()
-            .filter(|r| r.id != create.id && !flying(r))
-            .collect();
+        let folded: Vec<&Row> = rows.iter().filter(|r| r.id != create.id && !flying(r)).collect();
         return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
     }
 
@@ -97,16 +82,8 @@ pub fn plan_enqueue(
         .max_by_key(|r| (r.sent_at, r.saved_at))
         .or_else(|| rows.iter().find(|r| r.kind == Kind::Create))
         .map(|r| r.id.clone())
-        .or_else(|| {
-            target
-                .strip_prefix(PENDING_PREFIX)
-                .filter(|_| op.kind != Kind::Create)
-                .map(str::to_owned)
-        });
-    let removed: Vec<&Row> = rows
-        .iter()
-        .filter(|r| !flying(r) && r.kind != Kind::Create)
-        .collect();
+        .or_else(|| target.strip_prefix(PENDING_PREFIX).filter(|_| op.kind != Kind::Create).map(str::to_owned));
+    let removed: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create).collect();
 
     let mut body = op.body.clone();
     let mut revision = op.revision.clone();
@@ -127,11 +104,7 @@ pub fn plan_enqueue(
     let mut plan = base;
     plan.deletes = removed.iter().map(|r| r.id.clone()).collect();
     plan.puts = vec![encode(&row)];
-    EnqueuePlan {
-        plan,
-        row: Some(row),
-        absorbed: removed.iter().map(|r| r.id.clone()).collect(),
-    }
+    EnqueuePlan { plan, row: Some(row), absorbed: removed.iter().map(|r| r.id.clone()).collect() }
 }
 
 fn new_row(
@@ -180,11 +153,7 @@ fn merge_into_create(
 ) -> EnqueuePlan {
     let mut body = create.body.clone();
     let mut cancelled = false;
-    for kind_body in folded
-        .iter()
-        .map(|r| (r.kind, &r.body))
-        .chain([(op.kind, &op.body)])
-    {
+    for kind_body in folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]) {
         match kind_body {
             (Kind::Update, b) => body = shallow_merge(&body, b),
             (Kind::Delete, _) => cancelled = true,
@@ -196,11 +165,7 @@ fn merge_into_create(
     if cancelled {
         plan.deletes.push(create.id.clone());
         absorbed.push(create.id.clone());
-        return EnqueuePlan {
-            plan,
-            row: None,
-            absorbed,
-        };
+        return EnqueuePlan { plan, row: None, absorbed };
     }
     let mut merged = create.clone();
     merged.body = body;
@@ -213,9 +178,5 @@ fn merge_into_create(
         refingerprint(&mut merged);
     }
     plan.puts.push(encode(&merged));
-    EnqueuePlan {
-        plan,
-        row: Some(merged),
-        absorbed,
-    }
+    EnqueuePlan { plan, row: Some(merged), absorbed }
 }

@@ -128,32 +128,11 @@ mod tests {
 
     #[test]
     fn fingerprint_matches_a_known_vector_and_ignores_key_order() {
-        let a = fingerprint(
-            Kind::Update,
-            "workout:42",
-            &json!({"w": 80, "a": true}),
-            None,
-        );
-        let b = fingerprint(
-            Kind::Update,
-            "workout:42",
-            &json!({"a": true, "w": 80}),
-            None,
-        );
+        let a = fingerprint(Kind::Update, "workout:42", &json!({"w": 80, "a": true}), None);
+        let b = fingerprint(Kind::Update, "workout:42", &json!({"a": true, "w": 80}), None);
         assert_eq!(a, b);
         // sha256 of {"body":{"a":true,"w":80},"kind":"update","revision":null,"target":"workout:42"}
-        assert_eq!(
-            a,
-            "9a547e173f6a790e9233c253c2f7050eb652d1d8174007d48d79c516fe0e62a3"
-        );
-        assert_ne!(
-            a,
-            fingerprint(
-                Kind::Update,
-                "workout:42",
-                &json!({"a": true, "w": 80}),
-                Some(&json!(3))
-            )
-        );
+        assert_eq!(a, "9a547e173f6a790e9233c253c2f7050eb652d1d8174007d48d79c516fe0e62a3");
+        assert_ne!(a, fingerprint(Kind::Update, "workout:42", &json!({"a": true, "w": 80}), Some(&json!(3))));
     }
 }

@@ -76,20 +76,11 @@ impl NewOperation {
     /// [`InputError`] naming the first field that is wrong.
     pub fn from_json(v: &Value) -> Result<NewOperation, InputError> {
         let obj = v.as_object().ok_or(InputError::NotAnObject)?;
-        let owner = obj
-            .get("owner")
-            .and_then(Value::as_str)
-            .ok_or(InputError::MissingOwner)?;
+        let owner = obj.get("owner").and_then(Value::as_str).ok_or(InputError::MissingOwner)?;
         check_owner(owner)?;
         let kind = match obj.get("kind") {
-            Some(Value::String(s)) => {
-                Kind::parse(s).ok_or_else(|| InputError::UnknownKind(format!("`{s}`")))?
-            }
-            other => {
-                return Err(InputError::UnknownKind(
-                    other.map_or("nothing".into(), |o| o.to_string()),
-                ))
-            }
+            Some(Value::String(s)) => Kind::parse(s).ok_or_else(|| InputError::UnknownKind(format!("`{s}`")))?,
+            other => return Err(InputError::UnknownKind(other.map_or("nothing".into(), |o| o.to_string()))),
         };
         let target = match obj.get("target") {
             None | Some(Value::Null) => None,
@@ -98,14 +89,10 @@ impl NewOperation {
         };
         match (&target, kind) {
             (None, Kind::Update | Kind::Delete) => {
-                return Err(InputError::BadTarget(
-                    "is required for update and delete".into(),
-                ))
+                return Err(InputError::BadTarget("is required for update and delete".into()))
             }
             (Some(t), Kind::Create) if t.starts_with(PENDING_PREFIX) => {
-                return Err(InputError::BadTarget(
-                    "of a create must not start with `pending:`".into(),
-                ))
+                return Err(InputError::BadTarget("of a create must not start with `pending:`".into()))
             }
             _ => {}
         }
@@ -118,12 +105,6 @@ impl NewOperation {
             Some(n @ Value::Number(_)) => Some(n.clone()),
             Some(_) => return Err(InputError::BadRevision),
         };
-        Ok(NewOperation {
-            owner: owner.to_owned(),
-            target,
-            kind,
-            body,
-            revision,
-        })
+        Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision })
     }
 }

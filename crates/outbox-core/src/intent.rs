@@ -88,12 +88,7 @@ pub fn plan_convert(
         scopes.push(Scope::Id(create_id.to_owned()));
         expected.push(raw.clone());
     }
-    Ok(ReplacePlan {
-        scopes,
-        expected,
-        deletes: vec![],
-        puts: vec![encode(&converted(&intent, prepared))],
-    })
+    Ok(ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&converted(&intent, prepared))] })
 }
 
 /// The scopes a conversion re-reads: the intent and, if given, its create row.
@@ -107,12 +102,7 @@ pub fn convert_scopes(intent_id: &str, create_id: Option<&str>) -> Vec<Scope> {
 /// Plans quarantining `intent` with `code` (kept as it is otherwise). `None` when it
 /// changed since it was read, or already carries that code.
 #[must_use]
-pub fn plan_block_intent(
-    intent_raw: &Value,
-    current: &[Value],
-    code: &str,
-    now: Millis,
-) -> Option<ReplacePlan> {
+pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now: Millis) -> Option<ReplacePlan> {
     let mut intent = decode(intent_raw).ok()?;
     if find(current, &intent.id)? != intent_raw {
         return None;
@@ -145,6 +135,5 @@ pub fn is_orphan_intent(row: &Row, predecessor_exists: bool) -> bool {
 }
 
 fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
-    rows.iter()
-        .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }

@@ -58,18 +58,9 @@ impl MemStore {
     /// Every row of `owner`, in `(savedAt, id)` order (the `[owner, savedAt]` index).
     #[must_use]
     pub fn read_owner(&self, owner: &str) -> Vec<Value> {
-        let mut out: Vec<Value> = self
-            .rows
-            .values()
-            .filter(|r| r.get("owner").and_then(Value::as_str) == Some(owner))
-            .cloned()
-            .collect();
-        out.sort_by_key(|r| {
-            (
-                r.get("savedAt").and_then(Millis::from_json),
-                crate::plan::key_string(r),
-            )
-        });
+        let mut out: Vec<Value> =
+            self.rows.values().filter(|r| r.get("owner").and_then(Value::as_str) == Some(owner)).cloned().collect();
+        out.sort_by_key(|r| (r.get("savedAt").and_then(Millis::from_json), crate::plan::key_string(r)));
         out
     }
 

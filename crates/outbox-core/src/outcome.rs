@@ -5,11 +5,7 @@ use serde_json::Value;
 
 /// The answer to one attempt, as `send` returns it or [`crate::classify::classify_http`] builds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Outcome {
     /// Done; the row is deleted. `replayed` when the gate answered from its ledger.
     Success {
@@ -74,18 +70,12 @@ impl Outcome {
     /// A transient outcome with a code and no `Retry-After`.
     #[must_use]
     pub fn transient(code: &str) -> Outcome {
-        Outcome::Transient {
-            code: Some(code.to_owned()),
-            retry_after_ms: None,
-        }
+        Outcome::Transient { code: Some(code.to_owned()), retry_after_ms: None }
     }
 
     /// A success with this receipt, not replayed.
     #[must_use]
     pub fn success(receipt: Value) -> Outcome {
-        Outcome::Success {
-            receipt,
-            replayed: false,
-        }
+        Outcome::Success { receipt, replayed: false }
     }
 }

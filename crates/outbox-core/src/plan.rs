@@ -21,10 +21,7 @@ impl Scope {
     /// The `(owner, target)` scope.
     #[must_use]
     pub fn target(owner: &str, target: &str) -> Scope {
-        Scope::Target {
-            owner: owner.to_owned(),
-            target: target.to_owned(),
-        }
+        Scope::Target { owner: owner.to_owned(), target: target.to_owned() }
     }
 
     /// True if a stored value belongs to this scope.
@@ -85,12 +82,6 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
 
 /// The distinct rows of `all` that fall in any of `scopes`.
 #[must_use]
-pub fn rows_in_scopes<'a>(
-    all: impl IntoIterator<Item = &'a Value>,
-    scopes: &[Scope],
-) -> Vec<Value> {
-    all.into_iter()
-        .filter(|raw| scopes.iter().any(|s| s.contains(raw)))
-        .cloned()
-        .collect()
+pub fn rows_in_scopes<'a>(all: impl IntoIterator<Item = &'a Value>, scopes: &[Scope]) -> Vec<Value> {
+    all.into_iter().filter(|raw| scopes.iter().any(|s| s.contains(raw))).cloned().collect()
 }

@@ -13,10 +13,7 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Backoff {
-        Backoff {
-            base_ms: 1_000,
-            cap_ms: 300_000,
-        }
+        Backoff { base_ms: 1_000, cap_ms: 300_000 }
     }
 }
 
@@ -26,29 +23,15 @@ impl Backoff {
     #[must_use]
     pub fn delay_ms(&self, attempt: u64, random: f64, retry_after_ms: Option<i64>) -> i64 {
         let exp = attempt.saturating_sub(1).min(62) as u32;
-        let ceiling = self
-            .base_ms
-            .max(0)
-            .saturating_mul(1i64 << exp.min(40))
-            .min(self.cap_ms.max(0));
-        let r = if random.is_finite() {
-            random.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
+        let ceiling = self.base_ms.max(0).saturating_mul(1i64 << exp.min(40)).min(self.cap_ms.max(0));
+        let r = if random.is_finite() { random.clamp(0.0, 1.0) } else { 0.0 };
         let jittered = (r * ceiling as f64).floor() as i64;
         jittered.max(retry_after_ms.unwrap_or(0).max(0))
     }
 
     /// The instant before which the row is not sent again.
     #[must_use]
-    pub fn next_attempt_at(
-        &self,
-        now: Millis,
-        attempt: u64,
-        random: f64,
-        retry_after_ms: Option<i64>,
-    ) -> Millis {
+    pub fn next_attempt_at(&self, now: Millis, attempt: u64, random: f64, retry_after_ms: Option<i64>) -> Millis {
         now.plus(self.delay_ms(attempt, random, retry_after_ms))
     }
 }

@@ -212,10 +212,7 @@ impl Row {
     /// The ticket matching this row's claim, if it has one.
     #[must_use]
     pub fn ticket(&self) -> Option<Ticket> {
-        self.claim.as_ref().map(|c| Ticket {
-            tab_id: c.tab_id.clone(),
-            fence: c.fence,
-        })
+        self.claim.as_ref().map(|c| Ticket { tab_id: c.tab_id.clone(), fence: c.fence })
     }
 
     /// The scope this row lives in.
@@ -227,13 +224,6 @@ impl Row {
 
 impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} {} ({})",
-            self.kind.as_str(),
-            self.target,
-            self.id,
-            self.state.as_str()
-        )
+        write!(f, "{} {} {} ({})", self.kind.as_str(), self.target, self.id, self.state.as_str())
     }
 }

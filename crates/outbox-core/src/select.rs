@@ -55,12 +55,7 @@ pub fn check_sendable(
 /// The sendable rows of `stored`, in `(savedAt, id)` order. Undecodable values count as
 /// existing, unblocked predecessors (a successor never overtakes what cannot be read).
 #[must_use]
-pub fn select_sendable<'a>(
-    stored: &'a [Stored],
-    tab_id: &str,
-    now: Millis,
-    lease_ms: i64,
-) -> Vec<&'a Row> {
+pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, lease_ms: i64) -> Vec<&'a Row> {
     let index = blocked_index(stored);
     let mut out: Vec<&Row> = stored
         .iter()

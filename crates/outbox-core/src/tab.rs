@@ -20,11 +20,7 @@ impl Tab {
     /// A tab with the default lease and this crate's bundle name.
     #[must_use]
     pub fn new(tab_id: impl Into<String>) -> Tab {
-        Tab {
-            tab_id: tab_id.into(),
-            lease_ms: DEFAULT_LEASE_MS,
-            bundle: BUNDLE.to_owned(),
-        }
+        Tab { tab_id: tab_id.into(), lease_ms: DEFAULT_LEASE_MS, bundle: BUNDLE.to_owned() }
     }
 
     /// The same tab with another lease.

@@ -198,13 +198,7 @@ impl Flush {
     /// Applies one answer the app obtained itself (`ack(owner, rowId, ticket, outcome)`):
     /// the same steps a flush takes after `send`, and nothing else.
     #[must_use]
-    pub fn for_answer(
-        opts: FlushOptions,
-        row: Row,
-        ticket: Ticket,
-        outcome: Outcome,
-        now: Millis,
-    ) -> Flush {
+    pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome, now: Millis) -> Flush {
         let mut f = Flush::empty(opts, true);
         let token = f.token();
         f.busy_targets.insert(row.target.clone(), token);
@@ -242,10 +236,7 @@ impl Flush {
         let token = self.token();
         self.reading = Some(token);
         self.progress = false;
-        self.requests.push_back(Request::ReadOwner {
-            token,
-            owner: self.opts.owner.clone(),
-        });
+        self.requests.push_back(Request::ReadOwner { token, owner: self.opts.owner.clone() });
     }
 
     /// The next request to carry out, if any.
@@ -256,10 +247,7 @@ impl Flush {
     /// True when nothing is outstanding and nothing more will be asked.
     #[must_use]
     pub fn is_done(&self) -> bool {
-        self.requests.is_empty()
-            && self.tasks.is_empty()
-            && self.reading.is_none()
-            && self.candidates.is_empty()
+        self.requests.is_empty() && self.tasks.is_empty() && self.reading.is_none() && self.candidates.is_empty()
     }
 
     /// What the flush did so far.
@@ -270,13 +258,7 @@ impl Flush {
 
     /// The owner's rows, read for a round: select what is sendable now (§8) and the orphan
     /// intents (§7), then start claiming.
-    pub fn handle_rows(
-        &mut self,
-        token: Token,
-        rows: &[Value],
-        now: Millis,
-        draws: &mut dyn Draws,
-    ) {
+    pub fn handle_rows(&mut self, token: Token, rows: &[Value], now: Millis, draws: &mut dyn Draws) {
         if self.reading != Some(token) {
             return;
         }
@@ -288,32 +270,23 @@ impl Flush {
             .map(|raw| (Stored::from_value(raw), raw))
             .filter(|(s, _)| s.row().is_none_or(|r| r.owner == owner))
             .unzip();
-        let by_id: HashMap<&str, &Value> = stored
-            .iter()
-            .zip(&raws)
-            .filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw)))
-            .collect();
+        let by_id: HashMap<&str, &Value> =
+            stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
         let exists = blocked_index(&stored);
         let tab = &self.opts.tab;
-        let picked: Vec<(Value, Option<Value>)> =
-            select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
-                .into_iter()
-                .filter(|r| !self.attempted.contains(&r.id))
-                .map(|r| {
-                    let pred = r
-                        .successor_of
-                        .as_deref()
-                        .and_then(|p| by_id.get(p))
-                        .map(|v| (*v).clone());
-                    (by_id[r.id.as_str()].clone(), pred)
-                })
-                .collect();
+        let picked: Vec<(Value, Option<Value>)> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
+            .into_iter()
+            .filter(|r| !self.attempted.contains(&r.id))
+            .map(|r| {
+                let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
+                (by_id[r.id.as_str()].clone(), pred)
+            })
+            .collect();
         // Start at a random place (rows of one target are chained by `successorOf`, so only
         // the cross-target order changes): tabs draining one queue then rarely collide.
         let mut picked = VecDeque::from(picked);
         if !picked.is_empty() {
-            let offset = ((draws.unit().clamp(0.0, 0.999_999) * picked.len() as f64) as usize)
-                % picked.len();
+            let offset = ((draws.unit().clamp(0.0, 0.999_999) * picked.len() as f64) as usize) % picked.len();
             picked.rotate_left(offset);
         }
         self.candidates = picked;
@@ -321,10 +294,7 @@ impl Flush {
             .iter()
             .filter_map(Stored::row)
             .filter(|r| {
-                let pred = r
-                    .successor_of
-                    .as_deref()
-                    .is_some_and(|p| exists.contains_key(p));
+                let pred = r.successor_of.as_deref().is_some_and(|p| exists.contains_key(p));
                 is_orphan_intent(r, pred) && !self.orphans_tried.contains(&r.id)
             })
             .map(|r| by_id[r.id.as_str()].clone())
@@ -333,10 +303,7 @@ impl Flush {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
             self.orphans_tried.insert(id);
             let token = self.token();
-            let intent = Stored::from_value(&raw)
-                .row()
-                .cloned()
-                .expect("decoded above");
+            let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
             let task = Task::orphan(raw, intent, &self.opts);
             self.emit(token, &task);
             self.tasks.insert(token, task);
@@ -346,13 +313,7 @@ impl Flush {
 
     /// Plans the write of request `token` inside its transaction. `current` are the rows of
     /// the request's scopes as just read. `None`: write nothing.
-    pub fn plan(
-        &mut self,
-        token: Token,
-        current: &[Value],
-        now: Millis,
-        draws: &mut dyn Draws,
-    ) -> Option<ReplacePlan> {
+    pub fn plan(&mut self, token: Token, current: &[Value], now: Millis, draws: &mut dyn Draws) -> Option<ReplacePlan> {
         let task = self.tasks.get_mut(&token)?;
         task.plan(&self.opts, current, now, draws)
     }
@@ -444,11 +405,7 @@ impl Flush {
             self.attempted.insert(row.id.clone());
             let token = self.token();
             self.busy_targets.insert(row.target.clone(), token);
-            let task = Task::Claim {
-                raw,
-                pred,
-                planned: None,
-            };
+            let task = Task::Claim { raw, pred, planned: None };
             self.emit(token, &task);
             self.tasks.insert(token, task);
         }
@@ -472,15 +429,10 @@ impl Flush {
     }
 
     fn at_max(&self) -> bool {
-        self.opts
-            .max_rows
-            .is_some_and(|m| self.sends + self.claims_in_progress() >= m)
+        self.opts.max_rows.is_some_and(|m| self.sends + self.claims_in_progress() >= m)
     }
 
     fn claims_in_progress(&self) -> u64 {
-        self.tasks
-            .values()
-            .filter(|t| matches!(t, Task::Claim { .. }))
-            .count() as u64
+        self.tasks.values().filter(|t| matches!(t, Task::Claim { .. })).count() as u64
     }
 }

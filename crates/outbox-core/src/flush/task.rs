@@ -6,8 +6,8 @@ use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
 use crate::claim::plan_claim;
 use crate::codec::decode;
 use crate::intent::{
-    convert_scopes, plan_block_intent, plan_convert, IntentSkip, Prepared,
-    PREDECESSOR_RECEIPT_UNKNOWN, SUCCESSOR_UNPREPARED,
+    convert_scopes, plan_block_intent, plan_convert, IntentSkip, Prepared, PREDECESSOR_RECEIPT_UNKNOWN,
+    SUCCESSOR_UNPREPARED,
 };
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
@@ -43,29 +43,15 @@ pub(super) struct Answer {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Task {
     /// Claim a sendable row (expected: as read in the round).
-    Claim {
-        raw: Value,
-        pred: Option<Value>,
-        planned: Option<(Row, Ticket)>,
-    },
+    Claim { raw: Value, pred: Option<Value>, planned: Option<(Row, Ticket)> },
     /// Claimed: send it.
     Sending { row: Row, ticket: Ticket },
     /// Apply the answer (§6, §9).
     Answer(Answer),
     /// Convert the create's intents before its ACK-delete (§7).
-    Convert {
-        answer: Answer,
-        intent: Row,
-        raw: Value,
-        rest: VecDeque<(Row, Value)>,
-        action: IntentAction,
-    },
+    Convert { answer: Answer, intent: Row, raw: Value, rest: VecDeque<(Row, Value)>, action: IntentAction },
     /// An intent whose create row is gone (§7 vanished predecessor).
-    Orphan {
-        intent: Row,
-        raw: Value,
-        step: OrphanStep,
-    },
+    Orphan { intent: Row, raw: Value, step: OrphanStep },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -107,17 +93,9 @@ impl Task {
                 let _ = pred;
                 write(scopes)
             }
-            Task::Sending { row, .. } => Some(Request::Send {
-                token,
-                op: SendOp::of(row),
-            }),
+            Task::Sending { row, .. } => Some(Request::Send { token, op: SendOp::of(row) }),
             Task::Answer(a) => write(ack_scopes(&a.row)),
-            Task::Convert {
-                answer,
-                intent,
-                action,
-                ..
-            } => match action {
+            Task::Convert { answer, intent, action, .. } => match action {
                 IntentAction::Ask if opts.has_prepare => Some(Request::Prepare {
                     token,
                     intent: intent.clone(),
@@ -158,24 +136,9 @@ impl Task {
             }
             Task::Sending { .. } => None,
             Task::Answer(a) => {
-                let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) {
-                    draws.new_id()
-                } else {
-                    String::new()
-                };
-                let ad = AckDraws {
-                    random: draws.unit(),
-                    new_id,
-                };
-                let decision = plan_ack(
-                    &a.row.id,
-                    current,
-                    &a.ticket,
-                    &a.outcome,
-                    now,
-                    &opts.backoff,
-                    &ad,
-                );
+                let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
+                let ad = AckDraws { random: draws.unit(), new_id };
+                let decision = plan_ack(&a.row.id, current, &a.ticket, &a.outcome, now, &opts.backoff, &ad);
                 let plan = match &decision {
                     AckDecision::Apply { plan, .. } => Some(plan.clone()),
                     _ => None,
@@ -183,18 +146,9 @@ impl Task {
                 a.decided = Some(decision);
                 plan
             }
-            Task::Convert {
-                answer,
-                raw,
-                action,
-                ..
-            } => plan_intent(
-                raw,
-                Some((&answer.row.id, &answer.ticket)),
-                current,
-                action,
-                now,
-            ),
+            Task::Convert { answer, raw, action, .. } => {
+                plan_intent(raw, Some((&answer.row.id, &answer.ticket)), current, action, now)
+            }
             Task::Orphan { raw, step, .. } => match step {
                 OrphanStep::Write(action) => plan_intent(raw, None, current, action, now),
                 _ => None,
@@ -227,13 +181,7 @@ impl Task {
             },
             Task::Sending { .. } => DONE,
             Task::Answer(a) => answered(a, result, now, report, conflict_born),
-            Task::Convert {
-                mut answer,
-                intent,
-                rest,
-                action,
-                ..
-            } => {
+            Task::Convert { mut answer, intent, rest, action, .. } => {
                 let mut progress = false;
                 if committed {
                     match action {
@@ -259,22 +207,16 @@ impl Task {
                         _ => report.blocked += 1,
                     }
                 }
-                Wait::Done {
-                    progress: committed,
-                }
+                Wait::Done { progress: committed }
             }
         }
     }
 
     pub(super) fn sent(self, outcome: Outcome, _now: Millis) -> Wait {
         match self {
-            Task::Sending { row, ticket } => Wait::On(Task::Answer(Answer {
-                row,
-                ticket,
-                outcome,
-                passes: 0,
-                decided: None,
-            })),
+            Task::Sending { row, ticket } => {
+                Wait::On(Task::Answer(Answer { row, ticket, outcome, passes: 0, decided: None }))
+            }
             _ => DONE,
         }
     }
@@ -285,24 +227,10 @@ impl Task {
             _ => IntentAction::Block(SUCCESSOR_UNPREPARED),
         };
         match self {
-            Task::Convert {
-                answer,
-                intent,
-                raw,
-                rest,
-                ..
-            } => Wait::On(Task::Convert {
-                answer,
-                intent,
-                raw,
-                rest,
-                action,
-            }),
-            Task::Orphan { intent, raw, .. } => Wait::On(Task::Orphan {
-                intent,
-                raw,
-                step: OrphanStep::Write(action),
-            }),
+            Task::Convert { answer, intent, raw, rest, .. } => {
+                Wait::On(Task::Convert { answer, intent, raw, rest, action })
+            }
+            Task::Orphan { intent, raw, .. } => Wait::On(Task::Orphan { intent, raw, step: OrphanStep::Write(action) }),
             _ => DONE,
         }
     }
@@ -331,9 +259,7 @@ fn plan_intent(
     match action {
         IntentAction::Ask => None,
         IntentAction::Convert(p) => {
-            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p)
-                .map_err(|e: IntentSkip| e)
-                .ok()
+            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p).map_err(|e: IntentSkip| e).ok()
         }
         IntentAction::Block(code) => plan_block_intent(raw, current, code, now),
     }
@@ -341,13 +267,7 @@ fn plan_intent(
 
 fn next_intent(answer: Answer, mut rest: VecDeque<(Row, Value)>) -> Wait {
     match rest.pop_front() {
-        Some((intent, raw)) => Wait::On(Task::Convert {
-            answer,
-            intent,
-            raw,
-            rest,
-            action: IntentAction::Ask,
-        }),
+        Some((intent, raw)) => Wait::On(Task::Convert { answer, intent, raw, rest, action: IntentAction::Ask }),
         None => Wait::On(Task::Answer(answer)),
     }
 }
@@ -430,8 +350,5 @@ fn receipt_of(outcome: &Outcome) -> Value {
 }
 
 fn id_of(raw: &Value) -> String {
-    raw.get("id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    raw.get("id").and_then(Value::as_str).unwrap_or_default().to_owned()
 }

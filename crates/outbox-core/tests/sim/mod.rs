@@ -9,8 +9,7 @@ use outbox_core::input::NewOperation;
 use outbox_core::intent::Prepared;
 use outbox_core::memstore::MemStore;
 use outbox_core::{
-    decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, ReplaceOutcome, Request, Row,
-    Tab, Token,
+    decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, ReplaceOutcome, Request, Row, Tab, Token,
 };
 use serde_json::{json, Value};
 pub use server::Server;
@@ -26,10 +25,7 @@ pub struct SeqDraws {
 
 impl Draws for SeqDraws {
     fn unit(&mut self) -> f64 {
-        self.state = self
-            .state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.state = self.state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.state >> 11) as f64 / (1u64 << 53) as f64
     }
     fn new_id(&mut self) -> String {
@@ -76,28 +72,16 @@ impl World {
             .map(|i| SimTab {
                 tab: Tab::new(format!("tab-{i}")).with_lease(LEASE),
                 now: Millis(T0),
-                draws: SeqDraws {
-                    prefix: format!("c{i}"),
-                    state: i as u64 + 1,
-                    n: 0,
-                },
+                draws: SeqDraws { prefix: format!("c{i}"), state: i as u64 + 1, n: 0 },
                 flush: None,
                 inbox: vec![],
                 air: vec![],
-                ports: Ports {
-                    prepare: true,
-                    find: true,
-                },
+                ports: Ports { prepare: true, find: true },
                 reports: vec![],
                 tickets: HashMap::new(),
             })
             .collect();
-        World {
-            store: MemStore::new(),
-            server: Server::default(),
-            tabs,
-            ids: 0,
-        }
+        World { store: MemStore::new(), server: Server::default(), tabs, ids: 0 }
     }
 
     pub fn advance(&mut self, tab: usize, ms: i64) {
@@ -189,33 +173,21 @@ impl World {
             }
             Request::Write { token, scopes } => {
                 let draws = &mut t.draws;
-                let r = self
-                    .store
-                    .transact(&scopes, |cur| flush.plan(token, cur, now, draws));
+                let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
                 flush.handle_written(token, r, now);
             }
             Request::Send { token, op } => {
                 if let Some(claim) = self.store.get(&op.id).and_then(|v| v.get("claim")) {
-                    t.tickets
-                        .insert(token, (op.id.clone(), claim["fence"].as_u64().unwrap()));
+                    t.tickets.insert(token, (op.id.clone(), claim["fence"].as_u64().unwrap()));
                 }
                 let out = answer(&mut self.server, &op);
                 t.air.push((token, out));
             }
-            Request::Prepare {
-                token,
-                intent,
-                receipt,
-                ..
-            } => {
+            Request::Prepare { token, intent, receipt, .. } => {
                 let p = prepare(&intent, &receipt);
                 flush.handle_prepared(token, p);
             }
-            Request::FindReceipt {
-                token,
-                operation_id,
-                ..
-            } => {
+            Request::FindReceipt { token, operation_id, .. } => {
                 let r = Ok(self.server.receipt_of(&operation_id));
                 flush.handle_found(token, r);
             }
@@ -270,15 +242,8 @@ impl World {
 /// The fake app's `prepareSuccessor`: the server id as target, the intent's body, the
 /// receipt's revision as base revision.
 pub fn prepare(intent: &Row, receipt: &Value) -> Result<Prepared, String> {
-    let target = receipt
-        .get("serverId")
-        .and_then(Value::as_str)
-        .ok_or("receipt without serverId")?;
-    Ok(Prepared {
-        target: target.to_owned(),
-        body: intent.body.clone(),
-        revision: receipt.get("revision").cloned(),
-    })
+    let target = receipt.get("serverId").and_then(Value::as_str).ok_or("receipt without serverId")?;
+    Ok(Prepared { target: target.to_owned(), body: intent.body.clone(), revision: receipt.get("revision").cloned() })
 }
 
 pub fn update(owner: &str, target: &str, body: Value) -> Value {
@@ -302,11 +267,7 @@ pub fn truthful(s: &mut Server, op: &outbox_core::SendOp) -> Outcome {
 }
 
 /// Steps `tab` until a send is in the air (or the flush ends).
-pub fn run_until_sent(
-    w: &mut World,
-    tab: usize,
-    answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome,
-) {
+pub fn run_until_sent(w: &mut World, tab: usize, answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome) {
     while w.flushing(tab) && w.tabs[tab].air.is_empty() {
         if w.tabs[tab].inbox.is_empty() {
             break;

@@ -26,14 +26,7 @@ pub struct Server {
 
 impl Server {
     pub fn seed_record(&mut self, target: &str, revision: i64) {
-        self.records.insert(
-            target.into(),
-            Record {
-                revision,
-                deleted: false,
-                body: json!({}),
-            },
-        );
+        self.records.insert(target.into(), Record { revision, deleted: false, body: json!({}) });
     }
 
     pub fn receipt_of(&self, id: &str) -> Option<Value> {
@@ -46,18 +39,12 @@ impl Server {
 
     /// Handles one request as the gate would; the caller decides whether the answer arrives.
     pub fn handle(&mut self, op: &SendOp) -> Outcome {
-        self.received
-            .push((op.id.clone(), op.target.clone(), op.kind.to_owned()));
+        self.received.push((op.id.clone(), op.target.clone(), op.kind.to_owned()));
         if let Some((fp, receipt)) = self.ledger.get(&op.id) {
             if *fp != op.fingerprint {
-                return Outcome::Permanent {
-                    code: "PAYLOAD_CONFLICT".into(),
-                };
+                return Outcome::Permanent { code: "PAYLOAD_CONFLICT".into() };
             }
-            return Outcome::Success {
-                receipt: receipt.clone(),
-                replayed: true,
-            };
+            return Outcome::Success { receipt: receipt.clone(), replayed: true };
         }
         let receipt = match op.kind {
             "create" => {
@@ -67,27 +54,16 @@ impl Server {
                 } else {
                     op.target.clone()
                 };
-                self.records.insert(
-                    target.clone(),
-                    Record {
-                        revision: 1,
-                        deleted: false,
-                        body: op.body.clone(),
-                    },
-                );
+                self.records.insert(target.clone(), Record { revision: 1, deleted: false, body: op.body.clone() });
                 json!({"serverId": target, "revision": 1})
             }
             _ => {
                 let Some(rec) = self.records.get_mut(&op.target).filter(|r| !r.deleted) else {
-                    return Outcome::Permanent {
-                        code: "NOT_FOUND".into(),
-                    };
+                    return Outcome::Permanent { code: "NOT_FOUND".into() };
                 };
                 if let Some(base) = op.revision.as_i64() {
                     if base != rec.revision {
-                        return Outcome::Conflict {
-                            actual_revision: json!(rec.revision),
-                        };
+                        return Outcome::Conflict { actual_revision: json!(rec.revision) };
                     }
                 }
                 rec.revision += 1;
@@ -99,8 +75,7 @@ impl Server {
                 json!({"serverId": op.target, "revision": rec.revision})
             }
         };
-        self.ledger
-            .insert(op.id.clone(), (op.fingerprint.clone(), receipt.clone()));
+        self.ledger.insert(op.id.clone(), (op.fingerprint.clone(), receipt.clone()));
         self.applied.push(op.id.clone());
         Outcome::success(receipt)
     }

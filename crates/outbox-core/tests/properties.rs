@@ -1,0 +1,412 @@
+//! Property tests: random interleavings of three tabs (enqueues, flushes stepped request by
+//! request, answers of every class, lost and late answers, lease expiries, tabs dying
+//! mid-flight), with the contract's invariants checked after every step.
+//!
+//! Cases: `PROPTEST_CASES` (default 3000 here).
+
+mod sim;
+
+use outbox_core::codec::{decode, Stored};
+use outbox_core::select::select_sendable;
+use outbox_core::{Outcome, Request, RowState, SendOp};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use sim::*;
+use std::collections::{HashMap, HashSet};
+
+const OWNERS: [&str; 2] = ["alice", "bob"];
+const TABS: usize = 3;
+
+#[derive(Clone, Debug)]
+enum Act {
+    Enqueue { tab: usize, owner: usize, target: usize, kind: u8, with_revision: bool },
+    Flush { tab: usize, owner: usize },
+    Step { tab: usize, pick: usize, answer: u8 },
+    Deliver { tab: usize, pick: usize },
+    Advance { tab: usize, ms: i64 },
+    Kill { tab: usize },
+    ResumeHeld { owner: usize },
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    let tab = 0..TABS;
+    prop_oneof![
+        3 => (tab.clone(), 0..2usize, 0..5usize, 0..3u8, any::<bool>())
+            .prop_map(|(tab, owner, target, kind, with_revision)| Act::Enqueue { tab, owner, target, kind, with_revision }),
+        2 => (tab.clone(), 0..2usize).prop_map(|(tab, owner)| Act::Flush { tab, owner }),
+        8 => (tab.clone(), any::<usize>(), any::<u8>()).prop_map(|(tab, pick, answer)| Act::Step { tab, pick, answer }),
+        3 => (tab.clone(), any::<usize>()).prop_map(|(tab, pick)| Act::Deliver { tab, pick }),
+        2 => (tab.clone(), prop_oneof![Just(1_000i64), Just(LEASE), Just(LEASE + 1), Just(400_000)])
+            .prop_map(|(tab, ms)| Act::Advance { tab, ms }),
+        1 => tab.clone().prop_map(|tab| Act::Kill { tab }),
+        1 => (0..2usize).prop_map(|owner| Act::ResumeHeld { owner }),
+    ]
+}
+
+/// How the server treats one request (drawn per send).
+fn answer_for(code: u8) -> impl FnMut(&mut Server, &SendOp) -> Outcome {
+    move |s: &mut Server, op: &SendOp| match code % 16 {
+        0..=7 => s.handle(op),
+        8 | 9 => {
+            s.handle(op); // committed, answer lost
+            Outcome::transient("NETWORK")
+        }
+        10 => Outcome::transient("NETWORK"),
+        11 => Outcome::Transient { code: Some("HTTP_503".into()), retry_after_ms: Some(3_000) },
+        12 => Outcome::Auth,
+        13 => Outcome::Permanent { code: "INVALID".into() },
+        14 => Outcome::transient("IN_PROGRESS"),
+        _ => {
+            let out = s.handle(op); // applied; answered late is modelled by Deliver order
+            out
+        }
+    }
+}
+
+/// What the test knows about every operation it enqueued.
+#[derive(Default)]
+struct Ledger {
+    ops: Vec<String>,
+    /// id → the row that carries it on (None: cancelled and reported so).
+    lineage: HashMap<String, Option<String>>,
+    fences: HashMap<String, u64>,
+    pendings: Vec<(usize, String)>,
+}
+
+impl Ledger {
+    fn alive(&self, w: &World, id: &str, depth: usize) -> bool {
+        if w.store.get(id).is_some() || w.server.ledger.contains_key(id) {
+            return true;
+        }
+        match self.lineage.get(id) {
+            Some(None) => true,
+            Some(Some(next)) if depth < 64 => self.alive(w, next, depth + 1),
+            _ => false,
+        }
+    }
+
+    fn note_conflict_successors(&mut self, w: &World) {
+        for v in w.store.all() {
+            if let Some(prev) = v.pointer("/conflict/previousId").and_then(Value::as_str) {
+                let id = v["id"].as_str().unwrap().to_owned();
+                self.lineage.entry(prev.to_owned()).or_insert(Some(id));
+            }
+        }
+    }
+}
+
+fn check_invariants(w: &World, l: &mut Ledger) -> Result<(), TestCaseError> {
+    for v in w.store.all() {
+        if let Some(f) = v.pointer("/claim/fence").and_then(Value::as_u64) {
+            let id = v["id"].as_str().unwrap().to_owned();
+            let seen = l.fences.entry(id.clone()).or_insert(0);
+            prop_assert!(f >= *seen, "fence of {id} went down from {seen} to {f}");
+            *seen = f;
+        }
+    }
+    l.note_conflict_successors(w);
+    for id in &l.ops {
+        prop_assert!(l.alive(w, id, 0), "operation {id} was lost");
+    }
+    Ok(())
+}
+
+fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
+    let mut w = World::new(TABS);
+    for t in ["w:0", "w:1", "w:2"] {
+        w.server.seed_record(t, 1);
+    }
+    let mut l = Ledger::default();
+    let mut flush_owner: Vec<Option<String>> = vec![None; TABS];
+    for a in acts {
+        match a {
+            Act::Enqueue { tab, owner, target, kind, with_revision } => {
+                let owner_s = OWNERS[owner];
+                let pendings: Vec<&String> = l.pendings.iter().filter(|(o, _)| *o == owner).map(|(_, t)| t).collect();
+                let op = match (kind, target) {
+                    (0, _) => create(owner_s, json!({"n": target})),
+                    (k, t) => {
+                        let tgt = if t >= 3 && !pendings.is_empty() {
+                            pendings[t % pendings.len()].clone()
+                        } else {
+                            format!("w:{}", t % 3)
+                        };
+                        let mut op = if k == 1 {
+                            update(owner_s, &tgt, json!({format!("f{t}"): t}))
+                        } else {
+                            delete(owner_s, &tgt)
+                        };
+                        if with_revision {
+                            op["revision"] = json!(1);
+                        }
+                        op
+                    }
+                };
+                let p = w.enqueue(tab, op);
+                for d in &p.plan.deletes {
+                    l.lineage.insert(d.clone(), p.row.as_ref().map(|r| r.id.clone()));
+                }
+                if let Some(r) = &p.row {
+                    if !l.ops.contains(&r.id) {
+                        l.ops.push(r.id.clone());
+                    }
+                    if r.kind == outbox_core::Kind::Create {
+                        l.pendings.push((owner, r.target.clone()));
+                    }
+                    // Invariant: a stored edit of a record in flight waits for it.
+                    for other in w.store.read(&[r.scope()]) {
+                        let o = decode(&other).unwrap();
+                        if o.id != r.id && outbox_core::inflight::is_row_in_flight(&o, w.tabs[tab].now, LEASE) {
+                            prop_assert!(
+                                r.successor_of.is_some(),
+                                "edit over in-flight {} written without successorOf",
+                                o.id
+                            );
+                        }
+                    }
+                }
+            }
+            Act::Flush { tab, owner } => {
+                if !w.flushing(tab) && w.tabs[tab].air.is_empty() {
+                    w.start_flush(tab, OWNERS[owner]);
+                    flush_owner[tab] = Some(OWNERS[owner].to_owned());
+                }
+            }
+            Act::Step { tab, pick, answer } => {
+                let n = w.tabs[tab].inbox.len();
+                if n == 0 {
+                    continue;
+                }
+                let idx = pick % n;
+                let req = w.tabs[tab].inbox[idx].clone();
+                let me = flush_owner[tab].clone().unwrap_or_default();
+                let others_before: Vec<Value> =
+                    w.store.all().filter(|v| v.get("owner").and_then(Value::as_str) != Some(&me)).cloned().collect();
+                let mut stale_guard = None;
+                match &req {
+                    Request::Write { token, .. } => {
+                        if let Some((row_id, fence)) = w.tabs[tab].tickets.get(token).cloned() {
+                            let raw = w.raw(&row_id);
+                            let mine = raw.as_ref().and_then(|v| v.get("claim")).is_some_and(|c| {
+                                c["tabId"] == json!(w.tabs[tab].tab.tab_id) && c["fence"] == json!(fence)
+                            });
+                            if !mine {
+                                stale_guard = Some((row_id, raw));
+                            }
+                        }
+                    }
+                    Request::Send { op, .. } => {
+                        prop_assert!(op.owner == me, "sent another owner's row");
+                        prop_assert!(!op.target.starts_with("pending:") || op.kind == "create", "an intent was sent");
+                        // The row may be gone or re-claimed meanwhile (this send was delayed);
+                        // while the claim is still this tab's, its predecessor must be gone.
+                        let Some(row) = w.row(&op.id) else {
+                            let mut ans = answer_for(answer);
+                            w.step(tab, idx, &mut ans);
+                            check_invariants(&w, &mut l)?;
+                            continue;
+                        };
+                        if row.claim.as_ref().unwrap().tab_id == w.tabs[tab].tab.tab_id {
+                            if let Some(p) = &row.successor_of {
+                                let pred_blocked = w.row(p).map(|r| r.state == RowState::Blocked);
+                                prop_assert!(pred_blocked != Some(false), "successor {} sent while {p} waits", op.id);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                let mut ans = answer_for(answer);
+                let fences_before: HashMap<String, (Option<Value>, Value)> = w
+                    .store
+                    .all()
+                    .map(|v| (v["id"].as_str().unwrap_or("").to_owned(), (v.get("claim").cloned(), v.clone())))
+                    .collect();
+                let now = w.tabs[tab].now;
+                w.step(tab, idx, &mut ans);
+                if let Some((row_id, raw)) = stale_guard {
+                    prop_assert_eq!(w.raw(&row_id), raw, "a stale ticket changed {}", row_id);
+                }
+                let others_after: Vec<Value> =
+                    w.store.all().filter(|v| v.get("owner").and_then(Value::as_str) != Some(&me)).cloned().collect();
+                prop_assert_eq!(others_before, others_after, "another owner's rows changed");
+                // A new claim only replaces a claim that was no longer live.
+                for v in w.store.all() {
+                    let id = v["id"].as_str().unwrap_or("");
+                    if let (Some((Some(old), old_raw)), Some(new)) = (fences_before.get(id), v.get("claim")) {
+                        if old["fence"] != new["fence"] {
+                            let old_row = decode(old_raw).unwrap();
+                            prop_assert!(
+                                !outbox_core::inflight::is_row_in_flight(&old_row, now, LEASE),
+                                "claimed {id} while its claim was live"
+                            );
+                        }
+                    }
+                }
+            }
+            Act::Deliver { tab, pick } => {
+                let n = w.tabs[tab].air.len();
+                if n > 0 {
+                    w.deliver(tab, pick % n);
+                }
+            }
+            Act::Advance { tab, ms } => w.advance(tab, ms),
+            Act::Kill { tab } => w.kill(tab),
+            Act::ResumeHeld { owner } => {
+                let rows = w.store.read_owner(OWNERS[owner]);
+                if let Some((plan, _)) = outbox_core::admin::plan_resume_held(OWNERS[owner], &rows) {
+                    w.store.replace(&plan);
+                }
+            }
+        }
+        check_invariants(&w, &mut l)?;
+    }
+    // Heal: every tab restarts, time passes, logins come back, the server answers truly.
+    for t in 0..TABS {
+        w.kill(t);
+    }
+    w.advance_all(10_000_000);
+    for _ in 0..6 {
+        for owner in OWNERS {
+            let rows = w.store.read_owner(owner);
+            if let Some((plan, _)) = outbox_core::admin::plan_resume_held(owner, &rows) {
+                w.store.replace(&plan);
+            }
+            w.start_flush(0, owner);
+            while w.flushing(0) {
+                if w.tabs[0].inbox.is_empty() {
+                    w.deliver(0, 0);
+                } else {
+                    w.step(0, 0, &mut truthful);
+                }
+                check_invariants(&w, &mut l)?;
+            }
+        }
+    }
+    // Liveness: nothing sendable is left behind; what remains is quarantined or waits for a
+    // quarantined create.
+    let stored: Vec<Stored> = w.store.all().map(Stored::from_value).collect();
+    let sendable = select_sendable(&stored, "tab-0", w.tabs[0].now, LEASE);
+    prop_assert!(sendable.is_empty(), "rows left sendable: {:?}", sendable.iter().map(|r| &r.id).collect::<Vec<_>>());
+    let blocked: HashSet<String> =
+        stored.iter().filter_map(Stored::row).filter(|r| r.state == RowState::Blocked).map(|r| r.id.clone()).collect();
+    for r in stored.iter().filter_map(Stored::row) {
+        let waits_for_blocked = r.successor_of.as_ref().is_some_and(|p| blocked.contains(p));
+        prop_assert!(
+            r.state == RowState::Blocked || waits_for_blocked,
+            "row {} left {:?} after healing",
+            r.id,
+            r.state
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(3000),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn invariants_hold_under_random_interleavings_of_three_tabs(acts in proptest::collection::vec(act(), 1..80)) {
+        run(acts)?;
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_json(v in arb_json()) {
+        let _ = Stored::from_value(&v);
+        if let Ok(row) = decode(&v) {
+            // Re-encoding keeps every field this version does not know.
+            let back = outbox_core::encode(&row);
+            for (k, x) in v.as_object().unwrap() {
+                if !KNOWN.contains(&k.as_str()) {
+                    prop_assert_eq!(back.get(k), Some(x));
+                }
+            }
+        }
+    }
+}
+
+const KNOWN: [&str; 21] = [
+    "id",
+    "owner",
+    "target",
+    "kind",
+    "body",
+    "revision",
+    "fingerprint",
+    "savedAt",
+    "state",
+    "sentAt",
+    "deferredAt",
+    "heldAt",
+    "blockedAt",
+    "nextAttemptAt",
+    "blockedCode",
+    "claim",
+    "evidence",
+    "writer",
+    "successorOf",
+    "conflict",
+    "x",
+];
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        prop_oneof![Just("queued".to_owned()), Just("update".to_owned()), Just("create".to_owned()), ".{0,6}"]
+            .prop_map(Value::from),
+    ];
+    let tree = leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map(
+                prop_oneof![
+                    Just("id".to_owned()),
+                    Just("owner".to_owned()),
+                    Just("target".to_owned()),
+                    Just("kind".to_owned()),
+                    Just("state".to_owned()),
+                    Just("savedAt".to_owned()),
+                    Just("body".to_owned()),
+                    Just("claim".to_owned()),
+                    Just("fence".to_owned()),
+                    Just("tabId".to_owned()),
+                    "[a-z]{1,5}"
+                ],
+                inner,
+                0..8
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    // Often a nearly valid row, so decoding goes deep.
+    (tree, any::<bool>()).prop_map(|(t, base)| {
+        if !base {
+            return t;
+        }
+        let mut row = json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "state": "queued",
+                             "savedAt": 1, "body": {}});
+        if let Value::Object(m) = t {
+            for (k, v) in m {
+                row[k] = v;
+            }
+        }
+        row
+    })
+}
+
+#[test]
+fn regression_bob_update_survives_later_create() {
+    let acts = vec![
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 1, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 3, kind: 1, with_revision: true },
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false },
+    ];
+    run(acts).unwrap();
+}
