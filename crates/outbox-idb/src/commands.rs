@@ -1,0 +1,296 @@
+//! The outbox commands besides `flush` (SPEC §15). Each one is a read and/or one replace
+//! transaction planned by `outbox_core`; bad arguments fail before anything is written.
+
+use crate::convert::{from_js, to_js};
+use crate::driver::{drive, Ports};
+use crate::error::OutboxError;
+use crate::idb::Durability;
+use crate::outbox::{id_arg, owner_arg, promise, Outbox};
+use js_sys::{Array, Promise};
+use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
+use outbox_core::claim::plan_claim;
+use outbox_core::codec::Stored;
+use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
+use outbox_core::input::NewOperation;
+use outbox_core::metrics::compute;
+use outbox_core::{decode, encode, Flush, FlushOptions, Outcome, ReplaceOutcome, Scope, Ticket};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+
+fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+}
+
+fn undecodable_entry(u: &outbox_core::Undecodable) -> Value {
+    json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": u.error.to_string(), "raw": u.raw})
+}
+
+fn sort_key(v: &Value) -> (i64, String) {
+    let saved = v.get("savedAt").and_then(outbox_core::Millis::from_json).map_or(i64::MAX, |m| m.0);
+    (saved, outbox_core::plan::key_string(v))
+}
+
+#[wasm_bindgen(js_class = Outbox)]
+impl Outbox {
+    /// Queues one operation (SPEC §7). Resolves with the stored row, or `null` when it
+    /// cancelled an unsent create. Commits with `durability: "strict"`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<OutboxRow | null>")]
+    pub fn enqueue(&self, #[wasm_bindgen(unchecked_param_type = "EnqueueInput")] op: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let op = NewOperation::from_json(&from_js(&op, "the operation")?)?;
+            let id = uuid::Uuid::new_v4().to_string();
+            let reissue = uuid::Uuid::new_v4().to_string();
+            let now = inner.now();
+            let mut stored = None;
+            let r = inner
+                .store
+                .transact(&[enqueue_scope(&op, &id)], Durability::Strict, |rows| {
+                    let p = plan_enqueue(&op, &id, &reissue, rows, &inner.tab, now);
+                    stored = Some(p.row.as_ref().map(encode));
+                    Some(p.plan)
+                })
+                .await?;
+            if r != Some(ReplaceOutcome::Committed) {
+                return Err(OutboxError::storage("enqueue", &"the scope changed inside its own transaction".into()));
+            }
+            inner.notifier.changed("enqueue", Some(&op.owner));
+            Ok(stored.flatten().map_or(JsValue::NULL, |v| to_js(&v)))
+        })
+    }
+
+    /// Every row of `owner` in `(savedAt, id)` order; undecodable ones as
+    /// `{id, owner, undecodable: true, error, raw}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Array<OutboxRow | UndecodableRow>>")]
+    pub fn rows(&self, owner: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = owner_arg(&owner)?;
+            let mut out: Vec<Value> = inner
+                .store
+                .read_all()
+                .await?
+                .into_iter()
+                .filter_map(|raw| match Stored::from_value(&raw) {
+                    Stored::Row(r) if r.owner == owner => Some(raw),
+                    Stored::Undecodable(u) if u.owner.as_deref() == Some(&owner) => Some(undecodable_entry(&u)),
+                    _ => None,
+                })
+                .collect();
+            out.sort_by_key(|v| sort_key(v.get("raw").filter(|_| v.get("undecodable").is_some()).unwrap_or(v)));
+            Ok(to_js(&out))
+        })
+    }
+
+    /// Claims one row (SPEC §5). Resolves with the ticket, or `null` when the row is stale,
+    /// in flight, another owner's or not sendable now.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Ticket | null>")]
+    pub fn claim(&self, owner: JsValue, #[wasm_bindgen(js_name = rowId)] row_id: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let pred = seen.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
+            let mut scopes = vec![Scope::Id(row_id.clone())];
+            scopes.extend(pred.clone().map(Scope::Id));
+            let now = inner.now();
+            let mut ticket = None;
+            let r = inner
+                .store
+                .transact(&scopes, Durability::Default, |cur| {
+                    let p = pred.as_deref().and_then(|p| find(cur, p));
+                    let cp = plan_claim(&owner, find(cur, &row_id), p, &inner.tab, now).ok()?;
+                    ticket = Some(cp.ticket);
+                    Some(cp.plan)
+                })
+                .await?;
+            Ok(match (r, ticket) {
+                (Some(ReplaceOutcome::Committed), Some(t)) => {
+                    inner.notifier.changed("claim", Some(&owner));
+                    to_js(&t)
+                }
+                _ => JsValue::NULL,
+            })
+        })
+    }
+
+    /// Applies an answer the app obtained itself (SPEC §6): `"applied"`, or `"not-mine"`
+    /// when the row is gone or its claim is no longer this ticket's.
+    #[wasm_bindgen(unchecked_return_type = "Promise<\"applied\" | \"not-mine\">")]
+    pub fn ack(
+        &self,
+        owner: JsValue,
+        #[wasm_bindgen(js_name = rowId)] row_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Ticket")] ticket: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Outcome")] outcome: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "AckPorts | undefined")] ports: JsValue,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
+            let ticket: Ticket = serde_wasm_bindgen::from_value(ticket)
+                .map_err(|e| OutboxError::invalid(format!("`ticket` must be {{tabId, fence}}: {e}")))?;
+            let outcome: Outcome = serde_wasm_bindgen::from_value(outcome)
+                .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))?;
+            let ports = Ports::parse(&ports, false)?;
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let Some(row) = seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner) else {
+                inner.counters.borrow_mut().record(&outcome);
+                return Ok(JsValue::from_str("not-mine"));
+            };
+            let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
+            opts.backoff = inner.backoff;
+            opts.has_prepare = ports.prepare_successor.is_some();
+            opts.has_find = ports.find_create_receipt.is_some();
+            let flush = Flush::for_answer(opts, row, ticket, outcome, inner.now());
+            let report = drive(&inner, flush, &ports).await?;
+            Ok(JsValue::from_str(if report.skipped == 0 { "applied" } else { "not-mine" }))
+        })
+    }
+
+    /// Held rows of `owner` back to queued after a new login; resolves with their number.
+    #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
+    pub fn resume_held(&self, owner: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = owner_arg(&owner)?;
+            let rows = inner.store.read_owner(&owner).await?;
+            let Some((first, _)) = plan_resume_held(&owner, &rows) else { return Ok(JsValue::from(0)) };
+            let mut n = 0;
+            inner
+                .store
+                .transact(&first.scopes, Durability::Strict, |cur| {
+                    let (plan, count) = plan_resume_held(&owner, cur)?;
+                    n = count;
+                    Some(plan)
+                })
+                .await?;
+            if n > 0 {
+                inner.notifier.changed("resumeHeld", Some(&owner));
+            }
+            Ok(JsValue::from(n as u32))
+        })
+    }
+
+    /// Re-issues a blocked row under a new operation id (SPEC §7), with `body` replacing its
+    /// body when given. Resolves `true` if it was re-issued.
+    #[wasm_bindgen(js_name = retryBlocked, unchecked_return_type = "Promise<boolean>")]
+    pub fn retry_blocked(
+        &self,
+        owner: JsValue,
+        #[wasm_bindgen(js_name = rowId)] row_id: JsValue,
+        body: JsValue,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
+            let body = if body.is_undefined() { None } else { Some(from_js(&body, "`body`")?) };
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let Some(row) = seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner) else {
+                return Ok(JsValue::FALSE);
+            };
+            let new_id = uuid::Uuid::new_v4().to_string();
+            let r = inner
+                .store
+                .transact(&[Scope::Id(row_id.clone()), row.scope()], Durability::Strict, |cur| {
+                    plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)
+                })
+                .await?;
+            let ok = r == Some(ReplaceOutcome::Committed);
+            if ok {
+                inner.notifier.changed("retryBlocked", Some(&owner));
+            }
+            Ok(JsValue::from_bool(ok))
+        })
+    }
+
+    /// Removes one row of `owner` (`null` for an undecodable row whose owner cannot be
+    /// read). Resolves `false` if there is no such row or it is in flight.
+    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
+    pub fn discard(&self, owner: JsValue, #[wasm_bindgen(js_name = rowId)] row_id: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = if owner.is_null() { None } else { Some(owner_arg(&owner)?) };
+            let row_id = id_arg(&row_id)?;
+            let now = inner.now();
+            let lease = inner.tab.lease_ms;
+            let r = inner
+                .store
+                .transact(&[Scope::Id(row_id.clone())], Durability::Strict, |cur| {
+                    plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()
+                })
+                .await?;
+            let ok = r == Some(ReplaceOutcome::Committed);
+            if ok {
+                inner.notifier.changed("discard", owner.as_deref());
+            }
+            Ok(JsValue::from_bool(ok))
+        })
+    }
+
+    /// Every stored value this version cannot decode, of every owner: `{id, owner, error, raw}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<UndecodableRow[]>")]
+    pub fn undecodable(&self) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let out: Array = inner
+                .store
+                .read_all()
+                .await?
+                .iter()
+                .filter_map(|raw| match Stored::from_value(raw) {
+                    Stored::Undecodable(u) => Some(to_js(&undecodable_entry(&u))),
+                    Stored::Row(_) => None,
+                })
+                .collect();
+            Ok(JsValue::from(out))
+        })
+    }
+
+    /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
+    #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
+    pub fn purge_owner(&self, owner: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = owner_arg(&owner)?;
+            let rows = inner.store.read_owner(&owner).await?;
+            let Some((first, _)) = plan_purge_owner(&owner, &rows) else { return Ok(JsValue::from(0)) };
+            let mut n = 0;
+            inner
+                .store
+                .transact(&first.scopes, Durability::Strict, |cur| {
+                    let (plan, count) = plan_purge_owner(&owner, cur)?;
+                    n = count;
+                    Some(plan)
+                })
+                .await?;
+            if n > 0 {
+                inner.notifier.changed("purgeOwner", Some(&owner));
+            }
+            Ok(JsValue::from(n as u32))
+        })
+    }
+
+    /// Counts by state, the oldest queued age, undecodable rows and this tab's counters
+    /// (SPEC §12), for `owner` or for every owner.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Metrics>")]
+    pub fn metrics(&self, owner: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
+            let rows = inner.store.read_all().await?;
+            let counters = *inner.counters.borrow();
+            Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
+        })
+    }
+}

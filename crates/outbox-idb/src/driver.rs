@@ -1,0 +1,155 @@
+//! Drives the planner's flush machine (`outbox_core::flush`) against IndexedDB and the
+//! app's callbacks. This module holds no contract rule: it carries out the requests the
+//! machine asks for — reads, one-transaction writes, sends, port calls — and hands back
+//! their results. Sends and ports are awaited between transactions, never inside one.
+
+use crate::convert::{from_js, to_js};
+use crate::error::{OutboxError, Result};
+use crate::idb::Durability;
+use crate::inner::Inner;
+use futures_util::future::LocalBoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use js_sys::{Function, Promise, Reflect};
+use outbox_core::intent::Prepared;
+use outbox_core::{encode, Flush, FlushReport, Outcome, Request};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+/// The app's callbacks for one flush or ACK.
+#[derive(Clone, Default)]
+pub struct Ports {
+    pub send: Option<Function>,
+    pub prepare_successor: Option<Function>,
+    pub find_create_receipt: Option<Function>,
+}
+
+impl Ports {
+    /// Reads `prepareSuccessor` / `findCreateReceipt` (and `send` when `with_send`).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` when one is given but is not a function.
+    pub fn parse(obj: &JsValue, with_send: bool) -> Result<Ports> {
+        let f = |key: &str| -> Result<Option<Function>> {
+            if !obj.is_object() {
+                return Ok(None);
+            }
+            let v = Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED);
+            if v.is_undefined() || v.is_null() {
+                return Ok(None);
+            }
+            v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(format!("`{key}` must be a function")))
+        };
+        let ports = Ports {
+            send: if with_send { f("send")? } else { None },
+            prepare_successor: f("prepareSuccessor")?,
+            find_create_receipt: f("findCreateReceipt")?,
+        };
+        if with_send && ports.send.is_none() {
+            return Err(OutboxError::invalid("flush needs `send`, a function (op) => Outcome"));
+        }
+        Ok(ports)
+    }
+}
+
+/// Calls an app function with one argument and awaits its result if it is a promise.
+async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsValue> {
+    let ret = f.call1(&JsValue::NULL, arg)?;
+    JsFuture::from(Promise::resolve(&ret)).await
+}
+
+/// Runs `flush` to its end.
+///
+/// # Errors
+/// `STORAGE` / `CLOSED` when IndexedDB fails; sends still outstanding are then abandoned
+/// (their rows stay claimed until the lease ends, then any tab resends them).
+pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
+    let flush = Rc::new(RefCell::new(flush));
+    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<()>>> = FuturesUnordered::new();
+    loop {
+        while let Some(req) = flush.borrow_mut().poll_request() {
+            running.push(Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), req)));
+        }
+        match running.next().await {
+            Some(r) => r?,
+            None => break,
+        }
+    }
+    let report = flush.borrow().report().clone();
+    inner.counters.borrow_mut().add(&report.counters);
+    let r = &report;
+    if r.claimed + r.succeeded + r.deferred + r.held + r.blocked + r.conflicts + r.converted > 0 {
+        inner.notifier.changed("flush", None);
+    }
+    Ok(report)
+}
+
+async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
+    match req {
+        Request::ReadOwner { token, owner } => {
+            let rows = inner.store.read_owner(&owner).await?;
+            flush.borrow_mut().handle_rows(token, &rows, inner.now(), &mut &*inner);
+        }
+        Request::Write { token, scopes } => {
+            let now = inner.now();
+            let result = inner
+                .store
+                .transact(&scopes, Durability::Default, |current| {
+                    flush.borrow_mut().plan(token, current, now, &mut &*inner)
+                })
+                .await?;
+            flush.borrow_mut().handle_written(token, result, inner.now());
+        }
+        Request::Send { token, op } => {
+            let outcome = match &ports.send {
+                Some(send) => match call(send, &to_js(&op)).await {
+                    Ok(v) => serde_wasm_bindgen::from_value::<Outcome>(v).unwrap_or_else(|e| {
+                        web_sys::console::warn_1(
+                            &format!("outbox: send returned no Outcome ({e}); retrying later").into(),
+                        );
+                        Outcome::transient("BAD_OUTCOME")
+                    }),
+                    Err(_) => Outcome::transient("SEND_FAILED"),
+                },
+                None => Outcome::transient("NO_SEND"),
+            };
+            flush.borrow_mut().handle_sent(token, outcome, inner.now());
+        }
+        Request::Prepare { token, intent, predecessor, receipt } => {
+            let result = match &ports.prepare_successor {
+                Some(f) => {
+                    let arg = js_sys::Object::new();
+                    let _ = Reflect::set(&arg, &"intent".into(), &to_js(&encode(&intent)));
+                    let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| to_js(&encode(p)));
+                    let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
+                    let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
+                    match call(f, &arg).await {
+                        Ok(v) => serde_wasm_bindgen::from_value::<Prepared>(v).map_err(|e| e.to_string()),
+                        Err(_) => Err("prepareSuccessor threw".to_owned()),
+                    }
+                }
+                None => Err("no prepareSuccessor".to_owned()),
+            };
+            flush.borrow_mut().handle_prepared(token, result);
+        }
+        Request::FindReceipt { token, owner, operation_id } => {
+            let result = match &ports.find_create_receipt {
+                Some(f) => {
+                    let arg = js_sys::Object::new();
+                    let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
+                    let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
+                    match call(f, &arg).await {
+                        Ok(v) if v.is_null() || v.is_undefined() => Ok(None),
+                        Ok(v) => from_js(&v, "receipt").map(Some).map_err(|e| e.message),
+                        Err(_) => Err("findCreateReceipt threw".to_owned()),
+                    }
+                }
+                None => Ok(None),
+            };
+            flush.borrow_mut().handle_found(token, result);
+        }
+    }
+    Ok(())
+}

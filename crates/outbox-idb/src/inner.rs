@@ -1,0 +1,153 @@
+//! The state of one open outbox: its store, its tab, its injected clock and random source,
+//! its counters and its cross-tab notifier.
+
+use crate::error::{OutboxError, Result};
+use crate::idb::Store;
+use crate::notify::Notifier;
+use js_sys::{Function, Reflect};
+use outbox_core::metrics::Counters;
+use outbox_core::retry::Backoff;
+use outbox_core::{Draws, Millis, Tab};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// What `Outbox.open` was given.
+pub struct Options {
+    pub db_name: String,
+    pub tab_id: Option<String>,
+    pub lease_ms: Option<i64>,
+    pub now: Option<Function>,
+    pub random: Option<Function>,
+    pub backoff: Backoff,
+    pub concurrency: usize,
+}
+
+fn get(obj: &JsValue, key: &str) -> JsValue {
+    Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> {
+    let v = get(obj, key);
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(format!("`{key}` must be a function")))
+}
+
+fn optional_number(obj: &JsValue, key: &str, min: f64) -> Result<Option<f64>> {
+    let v = get(obj, key);
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    match v.as_f64() {
+        Some(n) if n.is_finite() && n >= min => Ok(Some(n)),
+        _ => Err(OutboxError::invalid(format!("`{key}` must be a number ≥ {min}"))),
+    }
+}
+
+impl Options {
+    /// Reads and checks the options object.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` naming the first bad option.
+    pub fn parse(v: &JsValue) -> Result<Options> {
+        if !v.is_object() {
+            return Err(OutboxError::invalid("Outbox.open needs an options object with `dbName`"));
+        }
+        let db_name = get(v, "dbName")
+            .as_string()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| OutboxError::invalid("`dbName` must be a non-empty string"))?;
+        let tab_id = match get(v, "tabId") {
+            t if t.is_undefined() || t.is_null() => None,
+            t => Some(
+                t.as_string()
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?,
+            ),
+        };
+        let lease_ms = optional_number(v, "leaseMs", 1.0)?.map(|n| n as i64);
+        let mut backoff = Backoff::default();
+        let b = get(v, "backoff");
+        if b.is_object() {
+            if let Some(base) = optional_number(&b, "baseMs", 0.0)? {
+                backoff.base_ms = base as i64;
+            }
+            if let Some(cap) = optional_number(&b, "capMs", 0.0)? {
+                backoff.cap_ms = cap as i64;
+            }
+        }
+        let concurrency = optional_number(v, "concurrency", 1.0)?.map_or(4, |n| n as usize);
+        Ok(Options {
+            db_name,
+            tab_id,
+            lease_ms,
+            now: optional_fn(v, "now")?,
+            random: optional_fn(v, "random")?,
+            backoff,
+            concurrency,
+        })
+    }
+}
+
+/// One open outbox.
+pub struct Inner {
+    pub store: Rc<Store>,
+    pub tab: Tab,
+    pub backoff: Backoff,
+    pub concurrency: usize,
+    pub counters: RefCell<Counters>,
+    pub notifier: Notifier,
+    now: Option<Function>,
+    random: Option<Function>,
+}
+
+impl Inner {
+    pub fn new(store: Rc<Store>, opts: Options) -> Inner {
+        let tab_id = opts.tab_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let mut tab = Tab::new(tab_id).with_lease(opts.lease_ms.unwrap_or(outbox_core::inflight::DEFAULT_LEASE_MS));
+        tab.bundle = concat!("outbox-idb@", env!("CARGO_PKG_VERSION")).to_owned();
+        let notifier = Notifier::new(store.name(), &tab.tab_id);
+        Inner {
+            store,
+            tab,
+            backoff: opts.backoff,
+            concurrency: opts.concurrency,
+            counters: RefCell::new(Counters::default()),
+            notifier,
+            now: opts.now,
+            random: opts.random,
+        }
+    }
+
+    /// The injected clock (`Date.now()` by default).
+    pub fn now(&self) -> Millis {
+        let t = self.now.as_ref().and_then(|f| f.call0(&JsValue::NULL).ok()).and_then(|v| v.as_f64());
+        Millis(t.unwrap_or_else(js_sys::Date::now) as i64)
+    }
+
+    /// Fails with `CLOSED` after `close()`.
+    pub fn check_open(&self) -> Result<()> {
+        if self.store.is_closed() {
+            Err(OutboxError::closed())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Draws for &Inner {
+    fn unit(&mut self) -> f64 {
+        self.random
+            .as_ref()
+            .and_then(|f| f.call0(&JsValue::NULL).ok())
+            .and_then(|v| v.as_f64())
+            .unwrap_or_else(js_sys::Math::random)
+    }
+
+    fn new_id(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+}

@@ -1,0 +1,22 @@
+//! The IndexedDB binding of the outbox and the JS API of its npm package (SPEC §15).
+//!
+//! Every rule lives in `outbox_core`; this crate carries out its plans against IndexedDB
+//! (one readwrite transaction per replace, SPEC §4), calls the app's `send` and ports
+//! between transactions, injects the clock, tab id and random source, and announces
+//! changes to other tabs.
+#![forbid(unsafe_code)]
+#![allow(clippy::large_enum_variant)]
+
+mod commands;
+pub mod convert;
+mod driver;
+pub mod error;
+pub mod idb;
+mod inner;
+mod notify;
+mod outbox;
+mod pure;
+mod types;
+
+pub use outbox::Outbox;
+pub use pure::{classify_http_js, is_row_in_flight_js, select_sendable_js};

@@ -1,0 +1,80 @@
+//! Cross-tab notice (SPEC §12): a committed change is announced on a BroadcastChannel named
+//! after the database, and reaches `subscribe` callbacks in every tab, this one included.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{BroadcastChannel, MessageEvent};
+
+type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
+
+/// The channel and this tab's subscribers.
+pub struct Notifier {
+    channel: Option<BroadcastChannel>,
+    subscribers: Subscribers,
+    next_id: RefCell<u32>,
+    _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
+    tab_id: String,
+}
+
+impl Notifier {
+    /// Joins the channel of database `db_name`. Where BroadcastChannel is missing, only
+    /// this tab's subscribers are told.
+    pub fn new(db_name: &str, tab_id: &str) -> Notifier {
+        let subscribers: Subscribers = Rc::new(RefCell::new(Vec::new()));
+        let channel = BroadcastChannel::new(&format!("outbox:{db_name}")).ok();
+        let on_message = channel.as_ref().map(|ch| {
+            let subs = subscribers.clone();
+            let closure = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                deliver(&subs, &ev.data());
+            });
+            ch.set_onmessage(Some(closure.as_ref().unchecked_ref()));
+            closure
+        });
+        Notifier { channel, subscribers, next_id: RefCell::new(0), _on_message: on_message, tab_id: tab_id.to_owned() }
+    }
+
+    /// Announces a committed change of `what` (e.g. `"enqueue"`) to every tab.
+    pub fn changed(&self, what: &str, owner: Option<&str>) {
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &self.tab_id.as_str().into());
+        let _ = js_sys::Reflect::set(&msg, &"change".into(), &what.into());
+        let _ = js_sys::Reflect::set(&msg, &"owner".into(), &owner.map_or(JsValue::NULL, JsValue::from));
+        if let Some(ch) = &self.channel {
+            let _ = ch.post_message(&msg);
+        }
+        deliver(&self.subscribers, &msg);
+    }
+
+    /// Adds a callback; returns its id for [`Notifier::unsubscribe`].
+    pub fn subscribe(&self, f: js_sys::Function) -> u32 {
+        let mut n = self.next_id.borrow_mut();
+        *n += 1;
+        self.subscribers.borrow_mut().push((*n, f));
+        *n
+    }
+
+    /// Removes a callback.
+    pub fn unsubscribe(&self, id: u32) {
+        self.subscribers.borrow_mut().retain(|(i, _)| *i != id);
+    }
+
+    /// Leaves the channel.
+    pub fn close(&self) {
+        if let Some(ch) = &self.channel {
+            ch.set_onmessage(None);
+            ch.close();
+        }
+        self.subscribers.borrow_mut().clear();
+    }
+}
+
+fn deliver(subs: &Subscribers, msg: &JsValue) {
+    let list: Vec<js_sys::Function> = subs.borrow().iter().map(|(_, f)| f.clone()).collect();
+    for f in list {
+        if let Err(e) = f.call1(&JsValue::NULL, msg) {
+            web_sys::console::error_2(&"outbox: a subscribe callback threw".into(), &e);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The `Outbox` class of the npm package (SPEC §15): opening, identity, subscribe, close,
+//! and `flush`. The other commands are in [`crate::commands`].
+
+use crate::convert::to_js;
+use crate::driver::{drive, Ports};
+use crate::error::{OutboxError, Result};
+use crate::idb::Store;
+use crate::inner::{Inner, Options};
+use js_sys::{Function, Promise, Reflect};
+use outbox_core::{Flush, FlushOptions};
+use std::future::Future;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+/// A crash-safe, multi-tab offline outbox over one IndexedDB database.
+///
+/// Methods: `enqueue`, `rows`, `flush`, `claim`, `ack`, `resumeHeld`, `retryBlocked`,
+/// `discard`, `undecodable`, `purgeOwner`, `metrics` (async); `subscribe`, `close`,
+/// `dbName`, `tabId` (sync).
+#[wasm_bindgen(js_name = Outbox)]
+pub struct Outbox {
+    pub(crate) inner: Rc<Inner>,
+}
+
+/// Runs an async API body as a promise that rejects with a coded `Error`.
+pub(crate) fn promise<F, T>(fut: F) -> Promise
+where
+    F: Future<Output = Result<T>> + 'static,
+    T: Into<JsValue>,
+{
+    future_to_promise(async move { fut.await.map(Into::into).map_err(JsValue::from) })
+}
+
+/// Reads a required owner argument.
+pub(crate) fn owner_arg(v: &JsValue) -> Result<String> {
+    v.as_string().filter(|s| !s.is_empty()).ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string"))
+}
+
+/// Reads a required row id argument.
+pub(crate) fn id_arg(v: &JsValue) -> Result<String> {
+    v.as_string().filter(|s| !s.is_empty()).ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string"))
+}
+
+impl Outbox {
+    /// `Outbox.open` for Rust callers (the tests).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for bad options, `STORAGE` when the database cannot be opened.
+    pub async fn open_with(options: JsValue) -> Result<Outbox> {
+        let opts = Options::parse(&options)?;
+        let store = Store::open(&opts.db_name).await?;
+        Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) })
+    }
+}
+
+#[wasm_bindgen(js_class = Outbox)]
+impl Outbox {
+    /// Opens (creating or upgrading) the outbox database.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
+    pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
+        promise(Outbox::open_with(options))
+    }
+
+    /// The IndexedDB database name.
+    #[wasm_bindgen(getter, js_name = dbName)]
+    pub fn db_name(&self) -> String {
+        self.inner.store.name().to_owned()
+    }
+
+    /// This tab's id.
+    #[wasm_bindgen(getter, js_name = tabId)]
+    pub fn tab_id(&self) -> String {
+        self.inner.tab.tab_id.clone()
+    }
+
+    /// Calls `callback({tabId, change, owner})` after any tab commits a change. Returns a
+    /// function that unsubscribes.
+    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    pub fn subscribe(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(notice: ChangeNotice) => void")] callback: JsValue,
+    ) -> std::result::Result<JsValue, JsValue> {
+        self.inner.check_open()?;
+        let f: Function =
+            callback.dyn_into_function().ok_or_else(|| OutboxError::invalid("subscribe needs a function"))?;
+        let id = self.inner.notifier.subscribe(f);
+        let inner = Rc::downgrade(&self.inner);
+        let unsubscribe = Closure::once_into_js(move || {
+            if let Some(i) = inner.upgrade() {
+                i.notifier.unsubscribe(id);
+            }
+        });
+        Ok(unsubscribe)
+    }
+
+    /// Closes the database connection and the channel; later calls fail with `CLOSED`.
+    pub fn close(&self) {
+        self.inner.store.close();
+        self.inner.notifier.close();
+    }
+
+    /// Sends the owner's sendable rows (SPEC §8): claims, sends, applies answers, converts
+    /// intents and writes conflict successors, and drains what becomes sendable meanwhile.
+    #[wasm_bindgen(unchecked_return_type = "Promise<FlushReport>")]
+    pub fn flush(&self, #[wasm_bindgen(unchecked_param_type = "FlushOptions")] options: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let owner = owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
+            let ports = Ports::parse(&options, true)?;
+            let mut opts = FlushOptions::new(owner, inner.tab.clone());
+            opts.backoff = inner.backoff;
+            opts.concurrency = inner.concurrency;
+            opts.has_prepare = ports.prepare_successor.is_some();
+            opts.has_find = ports.find_create_receipt.is_some();
+            let get = |k: &str| Reflect::get(&options, &k.into()).ok().and_then(|v| v.as_f64());
+            if let Some(m) = get("maxRows") {
+                if !(m >= 0.0 && m.is_finite()) {
+                    return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0"));
+                }
+                opts.max_rows = Some(m as u64);
+            }
+            if let Some(c) = get("concurrency") {
+                opts.concurrency = c.max(1.0) as usize;
+            }
+            let report = drive(&inner, Flush::new(opts), &ports).await?;
+            Ok(to_js(&report))
+        })
+    }
+}
+
+trait DynIntoFunction {
+    fn dyn_into_function(self) -> Option<Function>;
+}
+
+impl DynIntoFunction for JsValue {
+    fn dyn_into_function(self) -> Option<Function> {
+        use wasm_bindgen::JsCast;
+        self.dyn_into::<Function>().ok()
+    }
+}

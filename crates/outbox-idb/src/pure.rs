@@ -1,0 +1,111 @@
+//! The package's pure functions (SPEC §15): the default HTTP classifier, `selectSendable`
+//! and `isRowInFlight`, straight from the planner.
+
+use crate::convert::{from_js, to_js};
+use crate::error::{OutboxError, Result};
+use js_sys::{Array, Function, Reflect};
+use outbox_core::classify::classify_http;
+use outbox_core::codec::Stored;
+use outbox_core::inflight::{is_row_in_flight, DEFAULT_LEASE_MS};
+use outbox_core::select::select_sendable;
+use outbox_core::Millis;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+fn number(v: &JsValue, what: &str) -> Result<f64> {
+    v.as_f64().filter(|n| n.is_finite()).ok_or_else(|| OutboxError::invalid(format!("`{what}` must be a number")))
+}
+
+fn lease(v: &JsValue) -> Result<i64> {
+    if v.is_undefined() || v.is_null() {
+        Ok(DEFAULT_LEASE_MS)
+    } else {
+        Ok(number(v, "leaseMs")? as i64)
+    }
+}
+
+/// `(name, value)` pairs from a `Headers` object (anything with `forEach`) or a plain object.
+fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if headers.is_undefined() || headers.is_null() {
+        return Ok(out);
+    }
+    if !headers.is_object() {
+        return Err(OutboxError::invalid("`headers` must be a Headers or a plain object"));
+    }
+    let for_each = Reflect::get(headers, &"forEach".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Some(f) = for_each.dyn_ref::<Function>() {
+        let pairs = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = pairs.clone();
+        let cb = Closure::<dyn FnMut(JsValue, JsValue)>::new(move |value: JsValue, key: JsValue| {
+            if let (Some(k), Some(v)) = (key.as_string(), value.as_string()) {
+                sink.borrow_mut().push((k, v));
+            }
+        });
+        f.call1(headers, cb.as_ref()).map_err(|_| OutboxError::invalid("`headers.forEach` threw"))?;
+        out = pairs.take();
+        return Ok(out);
+    }
+    let entries = js_sys::Object::entries(headers.unchecked_ref());
+    for e in entries.iter() {
+        let pair: Array = e.unchecked_into();
+        if let Some(k) = pair.get(0).as_string() {
+            let v = pair.get(1);
+            out.push((k, v.as_string().unwrap_or_else(|| v.as_f64().map(|n| n.to_string()).unwrap_or_default())));
+        }
+    }
+    Ok(out)
+}
+
+/// The default classifier (SPEC §10): an HTTP answer into an `Outcome`. `status` 0 means a
+/// network error; `now` (default `Date.now()`) is used for an HTTP-date `Retry-After`.
+#[wasm_bindgen(js_name = classifyHttp, unchecked_return_type = "Outcome")]
+pub fn classify_http_js(
+    status: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Headers | Record<string, string> | undefined")] headers: JsValue,
+    body: JsValue,
+    now: JsValue,
+) -> std::result::Result<JsValue, JsValue> {
+    let s = number(&status, "status")?;
+    if !(0.0..=999.0).contains(&s) || s.fract() != 0.0 {
+        return Err(OutboxError::invalid("`status` must be an integer from 0 to 999").into());
+    }
+    let headers = header_pairs(&headers)?;
+    let body = if body.is_undefined() { Value::Null } else { from_js(&body, "`body`")? };
+    let now = if now.is_undefined() || now.is_null() { js_sys::Date::now() } else { number(&now, "now")? };
+    Ok(to_js(&classify_http(s as u16, &headers, &body, Millis(now as i64))))
+}
+
+/// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order.
+#[wasm_bindgen(js_name = selectSendable, unchecked_return_type = "OutboxRow[]")]
+pub fn select_sendable_js(
+    #[wasm_bindgen(unchecked_param_type = "OutboxRow[]")] rows: JsValue,
+    #[wasm_bindgen(js_name = tabId)] tab_id: JsValue,
+    now: JsValue,
+    #[wasm_bindgen(js_name = leaseMs)] lease_ms: JsValue,
+) -> std::result::Result<JsValue, JsValue> {
+    let rows: Array = rows.dyn_into().map_err(|_| OutboxError::invalid("`rows` must be an array"))?;
+    let tab_id = tab_id.as_string().ok_or_else(|| OutboxError::invalid("`tabId` must be a string"))?;
+    let now = Millis(number(&now, "now")? as i64);
+    let values: Vec<Value> = rows.iter().map(|r| from_js(&r, "a row")).collect::<Result<_>>()?;
+    let stored: Vec<Stored> = values.iter().map(Stored::from_value).collect();
+    let picked: Vec<Value> =
+        select_sendable(&stored, &tab_id, now, lease(&lease_ms)?).into_iter().map(outbox_core::encode).collect();
+    Ok(to_js(&picked))
+}
+
+/// Whether a row is in flight (SPEC §5); an undecodable row is not.
+#[wasm_bindgen(js_name = isRowInFlight)]
+pub fn is_row_in_flight_js(
+    #[wasm_bindgen(unchecked_param_type = "OutboxRow")] row: JsValue,
+    now: JsValue,
+    #[wasm_bindgen(js_name = leaseMs)] lease_ms: JsValue,
+) -> std::result::Result<bool, JsValue> {
+    let now = Millis(number(&now, "now")? as i64);
+    let v = from_js(&row, "`row`")?;
+    Ok(match Stored::from_value(&v) {
+        Stored::Row(r) => is_row_in_flight(&r, now, lease(&lease_ms)?),
+        Stored::Undecodable(_) => false,
+    })
+}

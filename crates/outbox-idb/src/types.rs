@@ -1,0 +1,122 @@
+//! TypeScript types of the package (the `.d.ts` wasm-bindgen writes includes them).
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** A stored row, format v1 (SPEC §3). Unknown fields are kept as stored. */
+export interface OutboxRow {
+  id: string;
+  owner: string;
+  target: string;
+  kind: "create" | "update" | "delete";
+  body: unknown;
+  revision?: number | null;
+  fingerprint: string;
+  savedAt: number;
+  state: "queued" | "sending" | "held" | "blocked";
+  sentAt?: number;
+  deferredAt?: number;
+  heldAt?: number;
+  blockedAt?: number;
+  nextAttemptAt?: number;
+  blockedCode?: string;
+  claim?: { tabId: string; expiresAt: number; fence: number };
+  evidence?: { attemptCount: number; lastAttemptAt?: number; lastErrorCode?: string };
+  writer?: { bundle: string; at: number };
+  successorOf?: string;
+  conflict?: { previousId: string; actualRevision: unknown; at: number };
+  [unknown: string]: unknown;
+}
+
+/** A stored value this version cannot decode; never sent, claimed, merged or purged. */
+export interface UndecodableRow {
+  id: string | null;
+  owner: string | null;
+  undecodable: true;
+  error: string;
+  raw: unknown;
+}
+
+export interface OpenOptions {
+  dbName: string;
+  tabId?: string;
+  leaseMs?: number;
+  now?: () => number;
+  random?: () => number;
+  backoff?: { baseMs?: number; capMs?: number };
+  /** Rows of different targets sent at once (default 4). */
+  concurrency?: number;
+}
+
+export interface EnqueueInput {
+  owner: string;
+  target?: string;
+  kind: "create" | "update" | "delete";
+  body?: unknown;
+  revision?: number;
+}
+
+export type Outcome =
+  | { type: "success"; receipt: unknown; replayed?: boolean }
+  | { type: "transient"; code?: string; retryAfterMs?: number }
+  | { type: "auth" }
+  | { type: "permanent"; code: string }
+  | { type: "conflict"; actualRevision: unknown };
+
+/** What `send` receives. `id` is the Idempotency-Key. */
+export interface SendOp {
+  id: string;
+  kind: "create" | "update" | "delete";
+  target: string;
+  body: unknown;
+  revision: number | null;
+  fingerprint: string;
+  attempt: number;
+  owner: string;
+}
+
+export interface Prepared { target: string; body: unknown; revision?: number | null }
+
+export interface AckPorts {
+  prepareSuccessor?: (a: { intent: OutboxRow; predecessor: OutboxRow | null; receipt: unknown }) => Prepared | Promise<Prepared>;
+  findCreateReceipt?: (a: { owner: string; operationId: string }) => unknown | null | Promise<unknown | null>;
+}
+
+export interface FlushOptions extends AckPorts {
+  owner: string;
+  send: (op: SendOp) => Outcome | Promise<Outcome>;
+  maxRows?: number;
+  concurrency?: number;
+}
+
+export interface Ticket { tabId: string; fence: number }
+
+export interface ReceiptReport { id: string; target: string; receipt: unknown; replayed: boolean; applied: boolean }
+
+export interface Counters {
+  attempts: { success: number; transient: number; auth: number; permanent: number; conflict: number };
+  replays: number;
+  conflicts: number;
+  permanentFailures: number;
+}
+
+export interface FlushReport {
+  claimed: number; succeeded: number; deferred: number; held: number; blocked: number;
+  conflicts: number; stale: number; skipped: number; converted: number;
+  receipts: ReceiptReport[];
+  counters: Counters;
+}
+
+export interface Metrics extends Counters {
+  total: number;
+  byState: { queued: number; sending: number; held: number; blocked: number };
+  oldestQueuedAgeMs: number | null;
+  undecodable: number;
+}
+
+export interface ChangeNotice { tabId: string; change: string; owner: string | null }
+
+/** Errors thrown by the package carry a stable `code`. */
+export interface OutboxError extends Error { code: "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" }
+"#;

@@ -1,0 +1,397 @@
+//! The binding on a real IndexedDB in headless Chromium (`wasm-pack test --headless
+//! --chrome`). Every test opens a database of its own.
+#![cfg(target_arch = "wasm32")]
+
+use futures_util::future::join_all;
+use js_sys::{Function, Object, Reflect};
+use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
+use outbox_idb::convert::{from_js, to_js};
+use outbox_idb::idb::{Durability, Store};
+use outbox_idb::Outbox;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const T0: f64 = 1_700_000_000_000.0;
+
+fn db_name(test: &str) -> String {
+    format!("{test}-{}", uuid::Uuid::new_v4())
+}
+
+fn obj(v: Value) -> JsValue {
+    to_js(&v)
+}
+
+fn set(o: &JsValue, k: &str, v: &JsValue) {
+    Reflect::set(o, &k.into(), v).unwrap();
+}
+
+fn js_fn(args: &str, body: &str) -> JsValue {
+    Function::new_with_args(args, body).into()
+}
+
+/// Options with a fixed clock that the test can move through `globalThis[clockKey]`.
+fn options(db: &str, tab: &str) -> JsValue {
+    let o = obj(json!({"dbName": db, "tabId": tab, "leaseMs": 10_000}));
+    let key = format!("clock_{}", db.replace('-', "_"));
+    Reflect::set(&js_sys::global(), &key.clone().into(), &T0.into()).unwrap();
+    set(&o, "now", &js_fn("", &format!("return globalThis.{key};")));
+    set(&o, "random", &js_fn("", "return 0.5;"));
+    o
+}
+
+fn advance(db: &str, ms: f64) {
+    let key: JsValue = format!("clock_{}", db.replace('-', "_")).into();
+    let t = Reflect::get(&js_sys::global(), &key).unwrap().as_f64().unwrap();
+    Reflect::set(&js_sys::global(), &key, &(t + ms).into()).unwrap();
+}
+
+async fn done(p: js_sys::Promise) -> Result<JsValue, JsValue> {
+    JsFuture::from(p).await
+}
+
+async fn ok(p: js_sys::Promise) -> Value {
+    let v = done(p).await.expect("call succeeds");
+    if v.is_undefined() {
+        Value::Null
+    } else {
+        from_js(&v, "result").unwrap()
+    }
+}
+
+async fn code_of(p: js_sys::Promise) -> String {
+    let err = done(p).await.expect_err("call fails");
+    assert!(err.is_instance_of::<js_sys::Error>(), "an Error object");
+    Reflect::get(&err, &"code".into()).unwrap().as_string().unwrap()
+}
+
+async fn open(db: &str, tab: &str) -> Outbox {
+    Outbox::open_with(options(db, tab)).await.expect("open")
+}
+
+fn flush_opts(owner: &str, send: JsValue) -> JsValue {
+    let o = obj(json!({"owner": owner}));
+    set(&o, "send", &send);
+    o
+}
+
+async fn all_rows(store: &std::rc::Rc<Store>) -> Vec<Value> {
+    store.read_all().await.unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn replace_concurrent_plans_on_one_expected_state_exactly_one_commits() {
+    let store = Store::open(&db_name("concurrent")).await.unwrap();
+    let row =
+        json!({"id": "r1", "owner": "o", "target": "t", "kind": "update", "body": {}, "savedAt": 1, "state": "queued"});
+    let seed = ReplacePlan { scopes: vec![], expected: vec![], deletes: vec![], puts: vec![row.clone()] };
+    let r = store.transact(&[], Durability::Strict, |_| Some(seed)).await.unwrap();
+    assert_eq!(r, Some(ReplaceOutcome::Committed));
+    let scope = vec![Scope::target("o", "t")];
+    let read = store.read(&scope).await.unwrap();
+    let attempts = (0..8).map(|i| {
+        let mut put = row.clone();
+        put["body"] = json!({"writer": i});
+        let plan = ReplacePlan { scopes: scope.clone(), expected: read.clone(), deletes: vec![], puts: vec![put] };
+        let store = store.clone();
+        let scope = scope.clone();
+        async move { store.transact(&scope, Durability::Default, move |_| Some(plan)).await.unwrap() }
+    });
+    let results = join_all(attempts).await;
+    let committed = results.iter().filter(|r| **r == Some(ReplaceOutcome::Committed)).count();
+    assert_eq!(committed, 1, "{results:?}");
+    assert_eq!(results.iter().filter(|r| **r == Some(ReplaceOutcome::Stale)).count(), 7);
+}
+
+#[wasm_bindgen_test]
+async fn replace_with_a_stale_plan_writes_nothing() {
+    let store = Store::open(&db_name("stale")).await.unwrap();
+    let row =
+        json!({"id": "r1", "owner": "o", "target": "t", "kind": "update", "body": {}, "savedAt": 1, "state": "queued"});
+    let seed = ReplacePlan { puts: vec![row.clone()], ..ReplacePlan::default() };
+    store.transact(&[], Durability::Default, |_| Some(seed)).await.unwrap();
+    let mut wrong = row.clone();
+    wrong["state"] = json!("sending");
+    let plan = ReplacePlan {
+        scopes: vec![Scope::target("o", "t")],
+        expected: vec![wrong],
+        deletes: vec!["r1".into()],
+        puts: vec![json!({"id": "r2", "owner": "o", "target": "t"})],
+    };
+    let r = store.transact(&[Scope::target("o", "t")], Durability::Default, |_| Some(plan)).await.unwrap();
+    assert_eq!(r, Some(ReplaceOutcome::Stale));
+    assert_eq!(all_rows(&store).await, vec![row]);
+}
+
+#[wasm_bindgen_test]
+async fn older_writer_rows_and_unknown_fields_survive_a_round_trip() {
+    let db = db_name("compat");
+    let ob = open(&db, "tab-a").await;
+    let store = Store::open(&db).await.unwrap();
+    let old = json!({"id": "old-1", "owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1},
+                     "savedAt": T0 as i64 - 50_000, "state": "sending", "sentAt": T0 as i64 - 60_000,
+                     "futureField": {"deep": [1, {"x": null}]}});
+    store
+        .transact(&[], Durability::Default, |_| Some(ReplacePlan { puts: vec![old.clone()], ..Default::default() }))
+        .await
+        .unwrap();
+    let rep = ok(ob.flush(flush_opts("alice", js_fn("op", "return {type: 'transient', code: 'HTTP_503'};")))).await;
+    assert_eq!(rep["claimed"], 1);
+    let row = &ok(ob.rows("alice".into())).await[0];
+    assert_eq!(row["futureField"], old["futureField"]);
+    assert_eq!(row["claim"]["fence"], 1);
+    assert_eq!(row["claim"]["tabId"], "tab-a");
+    assert_eq!(row["evidence"]["attemptCount"], 1);
+    assert_eq!(row["evidence"]["lastErrorCode"], "HTTP_503");
+    assert_eq!(row["writer"]["at"], json!(T0 as i64));
+    assert_eq!(row["state"], "queued");
+    assert_eq!(row["savedAt"], old["savedAt"]);
+}
+
+#[wasm_bindgen_test]
+async fn enqueue_claim_ack_follow_the_contract() {
+    let db = db_name("claim");
+    let a = open(&db, "tab-a").await;
+    let b = open(&db, "tab-b").await;
+    let row = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 80}})))).await;
+    assert_eq!(row["state"], "queued");
+    assert_eq!(row["fingerprint"].as_str().unwrap().len(), 64);
+    let id: JsValue = row["id"].as_str().unwrap().into();
+
+    let t1 = ok(a.claim("alice".into(), id.clone())).await;
+    assert_eq!(t1, json!({"tabId": "tab-a", "fence": 1}));
+    assert_eq!(ok(b.claim("alice".into(), id.clone())).await, Value::Null, "in flight: no second claim");
+    assert_eq!(ok(b.claim("bob".into(), id.clone())).await, Value::Null, "another owner's row");
+
+    // An edit while it is in flight becomes its successor.
+    let succ =
+        ok(b.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 81}})))).await;
+    assert_eq!(succ["successorOf"], row["id"]);
+
+    // Lease over: B takes over with fence 2; A's late answers change nothing.
+    advance(&db, 10_001.0);
+    let t2 = ok(b.claim("alice".into(), id.clone())).await;
+    assert_eq!(t2["fence"], 2);
+    let before = ok(a.rows("alice".into())).await;
+    let transient = obj(json!({"type": "transient", "code": "HTTP_500"}));
+    assert_eq!(ok(a.ack("alice".into(), id.clone(), to_js(&t1), transient, JsValue::UNDEFINED)).await, "not-mine");
+    let success = obj(json!({"type": "success", "receipt": {"revision": 2}}));
+    assert_eq!(
+        ok(a.ack("alice".into(), id.clone(), to_js(&t1), success.clone(), JsValue::UNDEFINED)).await,
+        "not-mine"
+    );
+    assert_eq!(ok(a.rows("alice".into())).await, before);
+
+    assert_eq!(ok(b.ack("alice".into(), id.clone(), to_js(&t2), success, JsValue::UNDEFINED)).await, "applied");
+    let left = ok(a.rows("alice".into())).await;
+    assert_eq!(left.as_array().unwrap().len(), 1, "only the successor is left");
+    let m = ok(b.metrics("alice".into())).await;
+    assert_eq!(m["attempts"]["success"], 1);
+    assert_eq!(m["byState"]["queued"], 1);
+}
+
+#[wasm_bindgen_test]
+async fn flush_drains_successors_and_intents_in_one_call() {
+    let db = db_name("flush");
+    let a = open(&db, "tab-a").await;
+    let c = ok(a.enqueue(obj(json!({"owner": "alice", "kind": "create", "body": {"name": "x"}})))).await;
+    let target = c["target"].as_str().unwrap().to_owned();
+    assert_eq!(target, format!("pending:{}", c["id"].as_str().unwrap()));
+    // Claim the create by hand (outcome unknown), so the edit becomes an intent.
+    let ticket = ok(a.claim("alice".into(), c["id"].as_str().unwrap().into())).await;
+    let u =
+        ok(a.enqueue(obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})))).await;
+    assert_eq!(u["successorOf"], c["id"]);
+    // The create's answer never came; later its lease ends and a flush resends it.
+    let _ = ticket;
+    advance(&db, 10_001.0);
+    let sent = js_sys::Array::new();
+    let sent2 = sent.clone();
+    let send = Closure::<dyn FnMut(JsValue) -> JsValue>::new(move |op: JsValue| {
+        sent2.push(&op);
+        let kind = Reflect::get(&op, &"kind".into()).unwrap().as_string().unwrap();
+        let receipt =
+            if kind == "create" { json!({"serverId": "rec:9", "revision": 1}) } else { json!({"revision": 2}) };
+        obj(json!({"type": "success", "receipt": receipt}))
+    })
+    .into_js_value();
+    let o = flush_opts("alice", send);
+    set(
+        &o,
+        "prepareSuccessor",
+        &js_fn("a", "return {target: a.receipt.serverId, body: a.intent.body, revision: a.receipt.revision};"),
+    );
+    let rep = ok(a.flush(o)).await;
+    assert_eq!((rep["succeeded"].clone(), rep["converted"].clone()), (json!(2), json!(1)));
+    let sent: Vec<Value> = sent.iter().map(|v| from_js(&v, "op").unwrap()).collect();
+    assert_eq!(sent[0]["id"], c["id"]);
+    assert_eq!(sent[0]["attempt"], 2);
+    assert_eq!(sent[1]["id"], u["id"]);
+    assert_eq!(sent[1]["target"], "rec:9");
+    assert_eq!(sent[1]["revision"], 1);
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
+
+#[wasm_bindgen_test]
+async fn undecodable_rows_are_left_untouched_and_reported() {
+    let db = db_name("undecodable");
+    let a = open(&db, "tab-a").await;
+    let store = Store::open(&db).await.unwrap();
+    let bad = json!({"id": "bad", "owner": "alice", "target": "w:1", "kind": "upsert", "state": "queued", "savedAt": 1, "body": {}});
+    let orphan = json!({"id": "noowner", "savedAt": 2});
+    let seed = ReplacePlan { puts: vec![bad.clone(), orphan.clone()], ..Default::default() };
+    store.transact(&[], Durability::Default, |_| Some(seed)).await.unwrap();
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    ok(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
+    assert_eq!(ok(a.purge_owner("alice".into())).await, 0);
+    let stored = all_rows(&store).await;
+    assert!(stored.contains(&bad) && stored.contains(&orphan) && stored.len() == 2, "{stored:?}");
+    let und = ok(a.undecodable()).await;
+    assert_eq!(und.as_array().unwrap().len(), 2);
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["undecodable"], true);
+    assert_eq!(rows[0]["error"], "unknown kind `upsert`");
+    let m = ok(a.metrics(JsValue::UNDEFINED)).await;
+    assert_eq!((m["undecodable"].clone(), m["total"].clone()), (json!(2), json!(0)));
+    assert_eq!(ok(a.discard(JsValue::NULL, "noowner".into())).await, true);
+    assert_eq!(ok(a.discard("bob".into(), "bad".into())).await, false);
+    assert_eq!(ok(a.discard("alice".into(), "bad".into())).await, true);
+    assert!(all_rows(&store).await.is_empty());
+}
+
+#[wasm_bindgen_test]
+async fn bad_arguments_give_coded_errors_and_write_nothing() {
+    let db = db_name("badargs");
+    let a = open(&db, "tab-a").await;
+    let store = Store::open(&db).await.unwrap();
+    let bad_ops = [
+        json!({"target": "w:1", "kind": "update", "body": {}}),
+        json!({"owner": "alice", "target": "w:1", "kind": "upsert", "body": {}}),
+        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": "text"}),
+        json!({"owner": "alice", "kind": "update", "body": {}}),
+        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}, "revision": "x"}),
+    ];
+    for op in bad_ops {
+        assert_eq!(code_of(a.enqueue(obj(op))).await, "INVALID_ARGUMENT");
+    }
+    let cyclic = Object::new();
+    set(&cyclic, "owner", &"alice".into());
+    set(&cyclic, "kind", &"create".into());
+    set(&cyclic, "body", &js_fn("", "return 1;"));
+    assert_eq!(code_of(a.enqueue(cyclic.into())).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.rows("".into())).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.rows(JsValue::from(3))).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.claim("alice".into(), JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.flush(obj(json!({"owner": "alice"})))).await, "INVALID_ARGUMENT");
+    let bad_ticket = obj(json!({"tab": 1}));
+    let outcome = obj(json!({"type": "success", "receipt": {}}));
+    assert_eq!(
+        code_of(a.ack("alice".into(), "x".into(), bad_ticket, outcome, JsValue::UNDEFINED)).await,
+        "INVALID_ARGUMENT"
+    );
+    let ticket = obj(json!({"tabId": "t", "fence": 1}));
+    assert_eq!(
+        code_of(a.ack("alice".into(), "x".into(), ticket, obj(json!({"type": "maybe"})), JsValue::UNDEFINED)).await,
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(code_of(a.resume_held(JsValue::NULL)).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.retry_blocked("alice".into(), "x".into(), js_fn("", ""))).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.discard("".into(), "x".into())).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.purge_owner(JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.metrics(JsValue::from(false))).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(Outbox::open(obj(json!({"dbName": ""})))).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(Outbox::open(obj(json!({"dbName": "x", "leaseMs": -1})))).await, "INVALID_ARGUMENT");
+    assert!(outbox_idb::classify_http_js("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED).is_err());
+    assert!(all_rows(&store).await.is_empty(), "nothing was written");
+    a.close();
+    assert_eq!(code_of(a.rows("alice".into())).await, "CLOSED");
+}
+
+#[wasm_bindgen_test]
+async fn opening_upgrades_an_earlier_schema_without_losing_rows() {
+    let db = db_name("upgrade");
+    // Version 1 of the schema: the store without indexes, holding one row.
+    let script = format!(
+        "return new Promise((ok, err) => {{
+            const r = indexedDB.open('{db}', 1);
+            r.onupgradeneeded = () => r.result.createObjectStore('outbox', {{keyPath: 'id'}});
+            r.onsuccess = () => {{
+                const tx = r.result.transaction('outbox', 'readwrite');
+                tx.objectStore('outbox').put({{id: 'v1', owner: 'alice', target: 'w:1', kind: 'update', body: {{}}, savedAt: 1, state: 'queued'}});
+                tx.oncomplete = () => {{ r.result.close(); ok(); }};
+            }};
+            r.onerror = () => err(r.error);
+        }});"
+    );
+    done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
+    let a = open(&db, "tab-a").await;
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["id"], "v1");
+    let rep = ok(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
+    assert_eq!(rep["succeeded"], 1, "the new [owner, savedAt] index finds the old row");
+}
+
+#[wasm_bindgen_test]
+async fn another_tabs_upgrade_is_not_blocked_and_this_tab_reopens() {
+    let db = db_name("versionchange");
+    let a = open(&db, "tab-a").await;
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    let script = format!(
+        "return new Promise((ok, err) => {{
+            const r = indexedDB.open('{db}', 50);
+            r.onblocked = () => err(new Error('blocked'));
+            r.onsuccess = () => {{ r.result.close(); ok('upgraded'); }};
+            r.onerror = () => err(r.error);
+        }});"
+    );
+    let v = done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await;
+    assert_eq!(v.unwrap().as_string().as_deref(), Some("upgraded"));
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "reopened at the newer version, rows intact");
+}
+
+#[wasm_bindgen_test]
+async fn subscribe_hears_changes_and_unsubscribe_stops_it() {
+    let db = db_name("subscribe");
+    let a = open(&db, "tab-a").await;
+    let heard = js_sys::Array::new();
+    let h = heard.clone();
+    let cb = Closure::<dyn FnMut(JsValue)>::new(move |n: JsValue| {
+        h.push(&n);
+    })
+    .into_js_value();
+    let unsubscribe: Function = a.subscribe(cb).unwrap().unchecked_into();
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    assert_eq!(heard.length(), 1);
+    assert_eq!(from_js(&heard.get(0), "n").unwrap()["change"], "enqueue");
+    unsubscribe.call0(&JsValue::NULL).unwrap();
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})))).await;
+    assert_eq!(heard.length(), 1);
+}
+
+#[wasm_bindgen_test]
+fn classify_http_reads_headers_objects_and_retry_after() {
+    let headers = obj(json!({"Retry-After": "3"}));
+    let out =
+        from_js(&outbox_idb::classify_http_js(503.into(), headers, JsValue::NULL, T0.into()).unwrap(), "o").unwrap();
+    assert_eq!(out, json!({"type": "transient", "code": "HTTP_503", "retryAfterMs": 3000}));
+    let h = web_sys_headers(&[("idempotent-replayed", "true")]);
+    let out =
+        from_js(&outbox_idb::classify_http_js(200.into(), h, obj(json!({"id": 1})), JsValue::UNDEFINED).unwrap(), "o")
+            .unwrap();
+    assert_eq!(out, json!({"type": "success", "receipt": {"id": 1}, "replayed": true}));
+}
+
+fn web_sys_headers(pairs: &[(&str, &str)]) -> JsValue {
+    let ctor: Function = Reflect::get(&js_sys::global(), &"Headers".into()).unwrap().unchecked_into();
+    let h: JsValue = Reflect::construct(&ctor, &js_sys::Array::new()).unwrap();
+    let append: Function = Reflect::get(&h, &"append".into()).unwrap().unchecked_into();
+    for (k, v) in pairs {
+        append.call2(&h, &(*k).into(), &(*v).into()).unwrap();
+    }
+    h
+}
