@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the demo app: builds the package and the gate (installing what is missing), then
+# serves the app, the package and the gate's API on http://127.0.0.1:${PORT:-8787}/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+PORT="${PORT:-8787}"
+DB="${DB:-target/demo-ledger.sqlite}"
+echo
+echo "  Demo app: http://127.0.0.1:${PORT}/   (open it in two tabs; Ctrl-C stops)"
+echo
+exec target/release/outbox-gate --addr "127.0.0.1:${PORT}" --db "$DB" --www www --pkg pkg

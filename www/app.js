@@ -1,0 +1,276 @@
+// Demo records editor over the outbox package, exactly as an app would use it.
+// URL parameters (used by the end-to-end tests; the defaults suit a person):
+//   db=<IndexedDB name>  tab=<tab id>  users=alice,bob  lease=<ms>
+//   clock=<epoch ms>     the page's clock is window.__now, moved by hand (tests)
+//   autoflush=0          no timer-driven flush (tests flush explicitly)
+import init, { Outbox, classifyHttp } from "/pkg/outbox_idb.js";
+
+const params = new URLSearchParams(location.search);
+const users = (params.get("users") || "alice,bob").split(",");
+const manualClock = params.has("clock");
+window.__now = Number(params.get("clock")) || Date.now();
+const autoflush = params.get("autoflush") !== "0";
+
+await init();
+const outbox = await Outbox.open({
+  dbName: params.get("db") || "outbox-demo",
+  tabId: params.get("tab") || undefined,
+  leaseMs: Number(params.get("lease") || 10000),
+  now: manualClock ? () => window.__now : () => Date.now(),
+  backoff: { baseMs: 1000, capMs: 30000 },
+});
+
+const $ = (sel) => document.querySelector(sel);
+const session = { user: users[0], token: "" };
+let offline = false;
+let serverRecords = [];
+
+function newSession() {
+  session.token = `${session.user}.${crypto.randomUUID().slice(0, 8)}`;
+}
+newSession();
+
+const auth = () => ({ Authorization: `Bearer ${session.token}` });
+
+function log(text) {
+  const li = document.createElement("li");
+  li.textContent = `${new Date().toLocaleTimeString()} ${text}`;
+  $("#log").prepend(li);
+  while ($("#log").children.length > 60) $("#log").lastChild.remove();
+}
+
+// ---- the app's ports -------------------------------------------------------------------
+
+/** send(op) → Outcome: the operation id travels as Idempotency-Key. */
+async function send(op) {
+  if (offline) return { type: "transient", code: "OFFLINE" };
+  let url, method;
+  if (op.kind === "create") {
+    url = `/api/records/${op.body.entity}`;
+    method = "POST";
+  } else {
+    const [entity, id] = op.target.split(":");
+    url = `/api/records/${entity}/${id}`;
+    method = op.kind === "delete" ? "DELETE" : "PUT";
+  }
+  const headers = { ...auth(), "Idempotency-Key": op.id, "Content-Type": "application/json" };
+  if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
+  try {
+    const res = await fetch(url, { method, headers, body: op.kind === "delete" ? undefined : JSON.stringify(op.body) });
+    const body = await res.json().catch(() => null);
+    return classifyHttp(res.status, res.headers, body, Date.now());
+  } catch {
+    return classifyHttp(0, {}, null, Date.now()); // network error: transient
+  }
+}
+
+/** An intent of a record created meanwhile, turned into its real request. */
+function prepareSuccessor({ intent, receipt }) {
+  return { target: receipt.serverId, body: intent.body, revision: receipt.revision ?? null };
+}
+
+/** The receipt of a create whose row vanished (another tab applied it). */
+async function findCreateReceipt({ operationId }) {
+  const res = await fetch(`/api/receipts/${encodeURIComponent(operationId)}`, { headers: auth() });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new Error(`receipt lookup failed: ${res.status}`);
+  return res.json();
+}
+
+let running = null;
+async function flushNow(extra = {}) {
+  if (offline) return null;
+  if (running) await running.catch(() => {});
+  running = outbox.flush({ owner: session.user, send, prepareSuccessor, findCreateReceipt, ...extra });
+  try {
+    const r = await running;
+    if (r.claimed || r.converted) {
+      log(`flush: sent ${r.claimed}, ok ${r.succeeded}, deferred ${r.deferred}, held ${r.held}, ` +
+          `blocked ${r.blocked}, conflicts ${r.conflicts}, stale ${r.stale}`);
+    }
+    await refresh();
+    return r;
+  } finally {
+    running = null;
+  }
+}
+
+// ---- edits ----------------------------------------------------------------------------
+
+function fieldOf(entity, value) {
+  return entity === "workout" ? { weight: Number(value) } : { title: String(value) };
+}
+
+async function createRecord(entity, value) {
+  const row = await outbox.enqueue({ owner: session.user, kind: "create", body: { entity, ...fieldOf(entity, value) } });
+  log(`create ${entity} queued as ${row.target}`);
+  afterEdit();
+  return row;
+}
+
+async function updateRecord(target, patch, revision) {
+  const row = await outbox.enqueue({ owner: session.user, kind: "update", target, body: patch, revision });
+  afterEdit();
+  return row;
+}
+
+async function deleteRecord(target, revision) {
+  const row = await outbox.enqueue({ owner: session.user, kind: "delete", target, revision });
+  afterEdit();
+  return row;
+}
+
+function afterEdit() {
+  refresh();
+  if (autoflush) flushNow();
+}
+
+// ---- views -----------------------------------------------------------------------------
+
+async function loadServerRecords() {
+  if (offline) return;
+  try {
+    const res = await fetch("/api/records", { headers: auth() });
+    if (res.ok) serverRecords = await res.json();
+  } catch {
+    /* keep the last view */
+  }
+}
+
+function valueOf(body) {
+  if (!body) return "";
+  return body.weight ?? body.title ?? JSON.stringify(body);
+}
+
+async function refresh() {
+  const rows = await outbox.rows(session.user);
+  const live = rows.filter((r) => !r.undecodable);
+  const byTarget = new Map();
+  for (const r of live) {
+    if (!byTarget.has(r.target)) byTarget.set(r.target, []);
+    byTarget.get(r.target).push(r);
+  }
+  // Records: the server's, then records that exist only in the outbox so far.
+  const tbody = $("#records tbody");
+  tbody.replaceChildren();
+  const addRecordRow = (target, value, revision, pending) => {
+    const tr = document.createElement("tr");
+    const entity = target.startsWith("pending:") ? (pending.find((p) => p.kind === "create")?.body.entity ?? "?") : target.split(":")[0];
+    tr.innerHTML = `<td><code>${target}</code></td><td></td><td>${revision ?? ""}</td><td class="overlay"></td><td></td>`;
+    const input = document.createElement("input");
+    input.value = value;
+    input.size = 8;
+    tr.children[1].append(input);
+    tr.children[3].textContent = pending.map((p) => `${p.kind}${p.kind !== "delete" ? " " + valueOf(p.body) : ""} (${p.state})`).join(", ");
+    const save = document.createElement("button");
+    save.textContent = "Save";
+    save.onclick = () => updateRecord(target, fieldOf(entity, input.value), revision);
+    const del = document.createElement("button");
+    del.textContent = "Delete";
+    del.onclick = () => deleteRecord(target, revision);
+    tr.children[4].append(save, del);
+    tbody.append(tr);
+  };
+  for (const rec of serverRecords) addRecordRow(rec.serverId, valueOf(rec.body), rec.revision, byTarget.get(rec.serverId) ?? []);
+  for (const [target, pending] of byTarget) {
+    if (target.startsWith("pending:")) {
+      const create = pending.find((p) => p.kind === "create");
+      addRecordRow(target, valueOf(create?.body), null, pending);
+    }
+  }
+  // Inspector.
+  const ins = $("#inspector tbody");
+  ins.replaceChildren();
+  for (const r of rows) {
+    const tr = document.createElement("tr");
+    if (r.undecodable) {
+      tr.innerHTML = `<td><code>${r.id}</code></td><td colspan="7" class="state-blocked">undecodable: ${r.error}</td><td></td>`;
+    } else {
+      const claim = r.claim ? `${r.claim.tabId} · ${r.claim.fence}` : "";
+      tr.innerHTML = `<td><code>${r.id.slice(0, 8)}</code></td><td>${r.kind}</td><td><code>${r.target.slice(0, 20)}</code></td>` +
+        `<td class="state-${r.state}">${r.state}</td><td>${claim}</td><td><code>${(r.successorOf ?? "").slice(0, 8)}</code></td>` +
+        `<td>${r.evidence?.attemptCount ?? 0}</td><td>${r.blockedCode ?? r.evidence?.lastErrorCode ?? ""}</td><td></td>`;
+      if (r.claim?.tabId === outbox.tabId) tr.classList.add("mine");
+    }
+    tr.dataset.id = r.id ?? "";
+    tr.dataset.state = r.state ?? "undecodable";
+    if (r.state === "blocked" || r.undecodable) {
+      if (!r.undecodable) {
+        const retry = document.createElement("button");
+        retry.textContent = "Retry";
+        retry.onclick = async () => { await outbox.retryBlocked(session.user, r.id); afterEdit(); };
+        tr.lastChild.append(retry);
+      }
+      const discard = document.createElement("button");
+      discard.textContent = "Discard";
+      discard.onclick = async () => { await outbox.discard(r.owner ?? null, r.id); refresh(); };
+      tr.lastChild.append(discard);
+    }
+    ins.append(tr);
+  }
+  const m = await outbox.metrics(session.user);
+  $("#metrics").textContent = `total ${m.total} · queued ${m.byState.queued} · sending ${m.byState.sending} · ` +
+    `held ${m.byState.held} · blocked ${m.byState.blocked} · undecodable ${m.undecodable} · ` +
+    `this tab: ok ${m.attempts.success} (replays ${m.replays}), transient ${m.attempts.transient}, ` +
+    `auth ${m.attempts.auth}, permanent ${m.attempts.permanent}, conflicts ${m.conflicts}`;
+  $("#status").textContent = offline ? "offline" : `online as ${session.user}`;
+}
+
+// ---- controls --------------------------------------------------------------------------
+
+$("#tab").textContent = `tab ${outbox.tabId.slice(0, 8)}`;
+for (const u of users) $("#user").append(new Option(u, u));
+$("#user").onchange = async (e) => {
+  session.user = e.target.value; // never send one account's rows with another's session
+  newSession();
+  serverRecords = [];
+  await loadServerRecords();
+  refresh();
+};
+$("#offline").onchange = (e) => setOffline(e.target.checked);
+$("#flush").onclick = () => flushNow();
+$("#expire").onclick = () => expireSession();
+$("#login").onclick = () => login();
+$("#create").onsubmit = (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  createRecord(f.get("entity"), f.get("value"));
+  e.target.reset();
+};
+
+function setOffline(value) {
+  offline = value;
+  $("#offline").checked = value;
+  refresh();
+  if (!value && autoflush) flushNow();
+}
+
+async function expireSession() {
+  await fetch("/api/sessions/revoke", { method: "POST", headers: auth() });
+  log("session expired on the server");
+}
+
+async function login() {
+  newSession();
+  const n = await outbox.resumeHeld(session.user);
+  log(`logged in again; ${n} held row(s) resumed`);
+  await loadServerRecords();
+  if (autoflush) flushNow();
+  else refresh();
+}
+
+outbox.subscribe(() => refresh());
+await loadServerRecords();
+await refresh();
+if (autoflush) {
+  setInterval(async () => {
+    await flushNow().catch((e) => log(`flush failed: ${e.code ?? ""} ${e.message}`));
+    await loadServerRecords();
+  }, 2000);
+}
+
+// Test and console hook: the same package API the page uses.
+window.outboxDemo = {
+  outbox, flushNow, send, createRecord, updateRecord, deleteRecord, setOffline, login, expireSession,
+  refresh, loadServerRecords, owner: () => session.user, ready: true,
+};
