@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, then runs every test layer in order.
+# The whole test suite: installs what is missing (idempotently), then runs every layer in
+# order, failing at the first layer that fails. No input needed; CI runs this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+started=$(date +%s)
 
-step "setup (idempotent)"
-scripts/setup.sh rust
+step "1/8 setup: wasm target, chromium + chromedriver, wasm-pack, wasm-bindgen-cli, npm deps"
+scripts/setup.sh all
 
-step "lint: cargo fmt --check, cargo clippy -D warnings"
+step "2/8 lint: cargo fmt --check, cargo clippy -D warnings (host and wasm32)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p outbox-idb --target wasm32-unknown-unknown --all-targets -- -D warnings
 
-step "planner: unit, SPEC §13 acceptance and property tests (PROPTEST_CASES=${PROPTEST_CASES:-3000})"
+step "3/8 planner: unit, SPEC §13 acceptance and property tests (PROPTEST_CASES=${PROPTEST_CASES:-3000})"
 cargo test --release -p outbox-core
 
-step "planner builds for wasm32-unknown-unknown"
+step "4/8 planner builds for wasm32-unknown-unknown"
 cargo build -p outbox-core --target wasm32-unknown-unknown
 
-step "all tests passed"
+step "5/8 gate: ledger and HTTP tests (SQLite)"
+cargo test -p outbox-gate
+
+step "6/8 binding: wasm-bindgen tests in headless Chromium on a real IndexedDB"
+wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver --mode no-install crates/outbox-idb
+
+step "7/8 build: npm package (pkg/) and gate binary"
+scripts/build.sh
+
+step "8/8 end to end: Playwright, two or more pages sharing one IndexedDB, the gate as server"
+npx playwright test
+
+step "all tests passed in $(( $(date +%s) - started )) s"
