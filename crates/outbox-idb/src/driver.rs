@@ -5,13 +5,14 @@
 
 use crate::convert::{from_js, to_js};
 use crate::error::{OutboxError, Result};
+use crate::idb::store::Planner;
 use crate::idb::Durability;
 use crate::inner::Inner;
-use futures_util::future::LocalBoxFuture;
+use futures_util::future::{FutureExt, LocalBoxFuture};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::intent::Prepared;
-use outbox_core::{encode, Flush, FlushReport, Outcome, Request};
+use outbox_core::{encode, Flush, FlushReport, Outcome, Request, Scope, Token};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -69,12 +70,24 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<Flu
     let flush = Rc::new(RefCell::new(flush));
     let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<()>>> = FuturesUnordered::new();
     loop {
+        let mut writes = Vec::new();
         while let Some(req) = flush.borrow_mut().poll_request() {
-            running.push(Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), req)));
+            match req {
+                Request::Write { token, scopes } => writes.push((token, scopes)),
+                other => running.push(Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other))),
+            }
+        }
+        if !writes.is_empty() {
+            running.push(Box::pin(write_together(inner.clone(), flush.clone(), writes)));
         }
         match running.next().await {
             Some(r) => r?,
             None => break,
+        }
+        // Take every other result that is already in, so that the writes they ask for
+        // share one transaction (answers of one claim batch tend to arrive together).
+        while let Some(Some(r)) = running.next().now_or_never() {
+            r?;
         }
     }
     let report = flush.borrow().report().clone();
@@ -86,22 +99,35 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<Flu
     Ok(report)
 }
 
+/// Carries out the write requests asked at the same moment in one readwrite transaction:
+/// each is planned (synchronously, inside it) on the rows as left by the ones before it and
+/// commits or is stale on its own, exactly as if each had its own transaction.
+async fn write_together(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, writes: Vec<(Token, Vec<Scope>)>) -> Result<()> {
+    let now = inner.now();
+    let items: Vec<(Vec<Scope>, Planner<'_>)> = writes
+        .iter()
+        .map(|(token, scopes)| {
+            let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
+            let planner: Planner<'_> = Box::new(move |current: &[serde_json::Value]| {
+                flush.borrow_mut().plan(token, current, now, &mut &*inner)
+            });
+            (scopes.clone(), planner)
+        })
+        .collect();
+    let results = inner.store.transact_many(items, Durability::Default).await?;
+    for ((token, _), result) in writes.iter().zip(results) {
+        flush.borrow_mut().handle_written(*token, result, inner.now());
+    }
+    Ok(())
+}
+
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
     match req {
         Request::ReadOwner { token, owner } => {
             let rows = inner.store.read_owner(&owner).await?;
             flush.borrow_mut().handle_rows(token, &rows, inner.now(), &mut &*inner);
         }
-        Request::Write { token, scopes } => {
-            let now = inner.now();
-            let result = inner
-                .store
-                .transact(&scopes, Durability::Default, |current| {
-                    flush.borrow_mut().plan(token, current, now, &mut &*inner)
-                })
-                .await?;
-            flush.borrow_mut().handle_written(token, result, inner.now());
-        }
+        Request::Write { token, scopes } => write_together(inner, flush, vec![(token, scopes)]).await?,
         Request::Send { token, op } => {
             let outcome = match &ports.send {
                 Some(send) => match call(send, &to_js(&op)).await {

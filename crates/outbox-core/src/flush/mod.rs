@@ -18,6 +18,7 @@
 //! Ports and sends are awaited between transactions, never inside one. Time and random
 //! draws come in as arguments.
 
+mod batch;
 mod report;
 mod task;
 
@@ -33,6 +34,7 @@ use crate::row::{Row, Ticket};
 use crate::select::{blocked_index, select_sendable};
 use crate::tab::Tab;
 use crate::time::Millis;
+use batch::{Candidate, ClaimBatch};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -174,7 +176,7 @@ pub struct Flush {
     tasks: BTreeMap<Token, Task>,
     next_token: Token,
     reading: Option<Token>,
-    candidates: VecDeque<(Value, Option<Value>)>,
+    candidates: VecDeque<Candidate>,
     attempted: HashSet<String>,
     orphans_tried: HashSet<String>,
     busy_targets: HashMap<String, Token>,
@@ -274,12 +276,12 @@ impl Flush {
             stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
         let exists = blocked_index(&stored);
         let tab = &self.opts.tab;
-        let picked: Vec<(Value, Option<Value>)> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
+        let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
             .into_iter()
             .filter(|r| !self.attempted.contains(&r.id))
-            .map(|r| {
+            .filter_map(|r| {
                 let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
-                (by_id[r.id.as_str()].clone(), pred)
+                Candidate::new(by_id[r.id.as_str()].clone(), pred)
             })
             .collect();
         // Start at a random place (rows of one target are chained by `successorOf`, so only
@@ -323,7 +325,16 @@ impl Flush {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        let stale_before = self.report.stale;
         let next = task.written(result, now, &mut self.report, &mut self.conflict_born);
+        if self.report.stale > stale_before && self.reading.is_none() && !self.standalone {
+            // Another tab is claiming from the same queue: the list read for this round is
+            // out of date. Read the queue again now (rows it claimed are in flight there and
+            // drop out) and go on from a new random place, instead of meeting its rows one
+            // by one.
+            self.candidates.clear();
+            self.start_round();
+        }
         self.after(token, next);
     }
 
@@ -370,6 +381,21 @@ impl Flush {
                 self.emit(token, &task);
                 self.tasks.insert(token, task);
             }
+            Wait::Spawn(tasks, returned) => {
+                self.busy_targets.retain(|_, t| *t != token);
+                for c in returned.into_iter().rev() {
+                    self.attempted.remove(&c.id);
+                    self.candidates.push_front(c);
+                }
+                for task in tasks {
+                    let t = self.token();
+                    if let Task::Sending { row, .. } = &task {
+                        self.busy_targets.insert(row.target.clone(), t);
+                    }
+                    self.emit(t, &task);
+                    self.tasks.insert(t, task);
+                }
+            }
         }
         self.pump();
     }
@@ -383,47 +409,53 @@ impl Flush {
         }
     }
 
-    fn sending_tasks(&self) -> usize {
-        self.tasks.values().filter(|t| t.holds_target()).count()
+    fn used_slots(&self) -> usize {
+        self.tasks.values().map(Task::slots).sum()
     }
 
-    /// Starts claims while there is room, then decides whether the drain goes on.
+    /// Starts a claim batch while there is room, then decides whether the drain goes on.
     fn pump(&mut self) {
         let limit = self.opts.concurrency.max(1);
-        let mut postponed = VecDeque::new();
-        while self.sending_tasks() < limit && !self.stopped && !self.at_max() {
-            let Some((raw, pred)) = self.candidates.pop_front() else {
-                break;
-            };
-            let Some(row) = Stored::from_value(&raw).row().cloned() else {
-                continue;
-            };
-            if self.busy_targets.contains_key(&row.target) {
-                postponed.push_back((raw, pred)); // §8: one target strictly one after another
+        let room = limit.saturating_sub(self.used_slots());
+        let allowed = self
+            .opts
+            .max_rows
+            .map_or(usize::MAX, |m| m.saturating_sub(self.sends + self.claims_in_progress()) as usize);
+        // Claim in batches: wait until half the slots are free (or nothing runs), so one
+        // transaction claims several rows.
+        let busy = self.used_slots() > 0;
+        let want = if busy && room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
+        let look = want;
+        let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
+        let mut postponed = false;
+        let mut targets: Vec<String> = Vec::new();
+        while want > 0 && batch.items.len() < look && !self.stopped {
+            let Some(c) = self.candidates.pop_front() else { break };
+            if self.busy_targets.contains_key(&c.target) || targets.contains(&c.target) {
+                postponed = true; // §8: one target strictly one after another; next round
                 continue;
             }
-            self.attempted.insert(row.id.clone());
+            self.attempted.insert(c.id.clone());
+            targets.push(c.target.clone());
+            batch.items.push(c);
+        }
+        if !batch.items.is_empty() {
             let token = self.token();
-            self.busy_targets.insert(row.target.clone(), token);
-            let task = Task::Claim { raw, pred, planned: None };
+            for t in targets {
+                self.busy_targets.insert(t, token);
+            }
+            let task = Task::Claim(batch);
             self.emit(token, &task);
             self.tasks.insert(token, task);
         }
-        if !postponed.is_empty() {
-            self.progress = true; // they go in the next round, after this target's answer
+        if postponed {
+            self.progress = true;
         }
         if self.stopped || self.at_max() {
             self.candidates.clear();
         }
-        if self.tasks.is_empty()
-            && self.candidates.is_empty()
-            && self.reading.is_none()
-            && self.requests.is_empty()
-            && self.progress
-            && !self.stopped
-            && !self.standalone
-            && !self.at_max()
-        {
+        let idle = self.tasks.is_empty() && self.candidates.is_empty() && self.reading.is_none();
+        if idle && self.requests.is_empty() && self.progress && !self.stopped && !self.standalone && !self.at_max() {
             self.start_round();
         }
     }
@@ -433,6 +465,6 @@ impl Flush {
     }
 
     fn claims_in_progress(&self) -> u64 {
-        self.tasks.values().filter(|t| matches!(t, Task::Claim { .. })).count() as u64
+        self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
     }
 }

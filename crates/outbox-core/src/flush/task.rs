@@ -1,16 +1,15 @@
 //! One row's way through a flush: claim → send → answer (→ convert intents) → done, and the
 //! vanished-predecessor path of an orphan intent.
 
+use super::batch::{Candidate, ClaimBatch};
 use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
-use crate::claim::plan_claim;
-use crate::codec::decode;
 use crate::intent::{
     convert_scopes, plan_block_intent, plan_convert, IntentSkip, Prepared, PREDECESSOR_RECEIPT_UNKNOWN,
     SUCCESSOR_UNPREPARED,
 };
 use crate::outcome::Outcome;
-use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
+use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::row::{Row, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
@@ -42,8 +41,8 @@ pub(super) struct Answer {
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Task {
-    /// Claim a sendable row (expected: as read in the round).
-    Claim { raw: Value, pred: Option<Value>, planned: Option<(Row, Ticket)> },
+    /// Claim sendable rows (each expected as read in the round).
+    Claim(ClaimBatch),
     /// Claimed: send it.
     Sending { row: Row, ticket: Ticket },
     /// Apply the answer (§6, §9).
@@ -64,7 +63,12 @@ pub(super) enum OrphanStep {
 /// What a task waits for next.
 pub(super) enum Wait {
     On(Task),
-    Done { progress: bool },
+    /// The task became several (a claimed batch: one send each); the candidates it did
+    /// not need go back to the list.
+    Spawn(Vec<Task>, Vec<Candidate>),
+    Done {
+        progress: bool,
+    },
 }
 
 const DONE: Wait = Wait::Done { progress: false };
@@ -79,20 +83,19 @@ impl Task {
         Task::Orphan { intent, raw, step }
     }
 
-    /// True for tasks that occupy their target (and a concurrency slot).
-    pub(super) fn holds_target(&self) -> bool {
-        !matches!(self, Task::Orphan { .. })
+    /// Concurrency slots (rows of distinct targets) the task occupies.
+    pub(super) fn slots(&self) -> usize {
+        match self {
+            Task::Claim(batch) => batch.want,
+            Task::Orphan { .. } => 0,
+            _ => 1,
+        }
     }
 
     pub(super) fn request(&self, token: Token, opts: &FlushOptions) -> Option<Request> {
         let write = |scopes| Some(Request::Write { token, scopes });
         match self {
-            Task::Claim { raw, pred, .. } => {
-                let mut scopes = vec![Scope::Id(id_of(raw))];
-                scopes.extend(decode(raw).ok().and_then(|r| r.successor_of).map(Scope::Id));
-                let _ = pred;
-                write(scopes)
-            }
+            Task::Claim(batch) => write(batch.scopes()),
             Task::Sending { row, .. } => Some(Request::Send { token, op: SendOp::of(row) }),
             Task::Answer(a) => write(ack_scopes(&a.row)),
             Task::Convert { answer, intent, action, .. } => match action {
@@ -129,11 +132,7 @@ impl Task {
         draws: &mut dyn Draws,
     ) -> Option<ReplacePlan> {
         match self {
-            Task::Claim { raw, pred, planned } => {
-                let cp = plan_claim(&opts.owner, Some(raw), pred.as_ref(), &opts.tab, now).ok()?;
-                *planned = Some((cp.row, cp.ticket));
-                Some(cp.plan)
-            }
+            Task::Claim(batch) => batch.plan(opts, current, now),
             Task::Sending { .. } => None,
             Task::Answer(a) => {
                 let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
@@ -165,20 +164,23 @@ impl Task {
     ) -> Wait {
         let committed = result == Some(ReplaceOutcome::Committed);
         match self {
-            Task::Claim { planned, .. } => match (result, planned) {
-                (Some(ReplaceOutcome::Committed), Some((row, ticket))) => {
-                    report.claimed += 1;
-                    Wait::On(Task::Sending { row, ticket })
-                }
-                (Some(ReplaceOutcome::Stale), _) => {
-                    report.stale += 1;
-                    DONE
-                }
-                _ => {
-                    report.skipped += 1;
-                    DONE
-                }
-            },
+            Task::Claim(batch) => {
+                report.stale += batch.stale;
+                report.skipped += batch.skipped;
+                let sends = match result {
+                    Some(ReplaceOutcome::Committed) => {
+                        report.claimed += batch.planned.len() as u64;
+                        batch.planned.into_iter().map(|(row, ticket)| Task::Sending { row, ticket }).collect()
+                    }
+                    Some(ReplaceOutcome::Stale) => {
+                        report.stale += batch.planned.len() as u64;
+                        vec![]
+                    }
+                    None if batch.items.is_empty() => return DONE,
+                    None => vec![],
+                };
+                Wait::Spawn(sends, batch.returned)
+            }
             Task::Sending { .. } => DONE,
             Task::Answer(a) => answered(a, result, now, report, conflict_born),
             Task::Convert { mut answer, intent, rest, action, .. } => {
@@ -347,8 +349,4 @@ fn receipt_of(outcome: &Outcome) -> Value {
         Outcome::Success { receipt, .. } => receipt.clone(),
         _ => Value::Null,
     }
-}
-
-fn id_of(raw: &Value) -> String {
-    raw.get("id").and_then(Value::as_str).unwrap_or_default().to_owned()
 }

@@ -176,31 +176,109 @@ impl Store {
         durability: Durability,
         planner: impl FnOnce(&[Value]) -> Option<ReplacePlan>,
     ) -> Result<Option<ReplaceOutcome>> {
+        let mut out = self.transact_many(vec![(scopes.to_vec(), Box::new(planner) as Planner<'_>)], durability).await?;
+        Ok(out.pop().flatten())
+    }
+
+    /// Several replaces in one readwrite transaction, planned and applied in order as if
+    /// each had its own: every planner sees the scope rows as left by the replaces before
+    /// it, and each replace commits or is stale on its own. Used to let answers that
+    /// arrive together share one transaction.
+    ///
+    /// # Errors
+    /// `STORAGE` (nothing at all is written), `CLOSED`.
+    pub async fn transact_many(
+        self: &Rc<Self>,
+        items: Vec<(Vec<Scope>, Planner<'_>)>,
+        durability: Durability,
+    ) -> Result<Vec<Option<ReplaceOutcome>>> {
         let tx = self.transaction(IdbTransactionMode::Readwrite, durability).await?;
         let done = completion(&tx);
         let store = object_store(&tx)?;
-        let mut current = read_scopes(&store, scopes).await?;
-        let Some(plan) = planner(&current) else {
-            done.await.map_err(|e| OutboxError::storage("commit", &e))?;
-            return Ok(None);
-        };
-        let missing: Vec<Scope> = plan.scopes.iter().filter(|s| !scopes.contains(s)).cloned().collect();
-        if !missing.is_empty() {
-            current.extend(read_scopes(&store, &missing).await?);
+        let mut read: Vec<Scope> = Vec::new();
+        for (scopes, _) in &items {
+            read.extend(scopes.iter().filter(|s| !read.contains(s)).cloned().collect::<Vec<_>>());
         }
-        let outcome = if matches_expected(&plan.expected, &rows_in_scopes(dedup(&current), &plan.scopes)) {
-            for id in &plan.deletes {
-                store.delete(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("delete", &e))?;
+        let mut view = View::default();
+        view.load(read_scopes(&store, &read).await?);
+        let mut results = Vec::with_capacity(items.len());
+        for (scopes, planner) in items {
+            let Some(plan) = planner(&view.rows(&scopes)) else {
+                results.push(None);
+                continue;
+            };
+            let missing: Vec<Scope> = plan.scopes.iter().filter(|s| !read.contains(s)).cloned().collect();
+            if !missing.is_empty() {
+                view.load(read_scopes(&store, &missing).await?);
+                read.extend(missing);
             }
-            for row in &plan.puts {
-                store.put(&to_js(row)).map_err(|e| OutboxError::storage("put", &e))?;
+            if matches_expected(&plan.expected, &view.rows(&plan.scopes)) {
+                view.apply(&plan);
+                results.push(Some(ReplaceOutcome::Committed));
+            } else {
+                results.push(Some(ReplaceOutcome::Stale));
             }
-            ReplaceOutcome::Committed
-        } else {
-            ReplaceOutcome::Stale
-        };
+        }
+        for (id, value) in &view.writes {
+            match value {
+                None => store.delete(&JsValue::from_str(id)),
+                Some(v) => store.put(&to_js(v)),
+            }
+            .map_err(|e| OutboxError::storage("write", &e))?;
+        }
         done.await.map_err(|e| OutboxError::storage("commit", &e))?;
-        Ok(Some(outcome))
+        Ok(results)
+    }
+}
+
+/// A planner called inside a transaction with the rows of its scopes.
+pub type Planner<'a> = Box<dyn FnOnce(&[Value]) -> Option<ReplacePlan> + 'a>;
+
+/// The rows a transaction read, as changed by the replaces planned so far in it.
+#[derive(Default)]
+struct View {
+    rows: Vec<(String, Value)>,
+    /// Final write per key, in first-touched order (`None`: delete).
+    writes: Vec<(String, Option<Value>)>,
+}
+
+fn key(row: &Value) -> String {
+    row.get("id").and_then(Value::as_str).map_or_else(|| outbox_core::plan::key_string(row), str::to_owned)
+}
+
+impl View {
+    /// Adds rows read from the store, unless this transaction already wrote their key.
+    fn load(&mut self, rows: Vec<Value>) {
+        for r in rows {
+            let k = key(&r);
+            if !self.writes.iter().any(|(w, _)| *w == k) && !self.rows.iter().any(|(x, _)| *x == k) {
+                self.rows.push((k, r));
+            }
+        }
+    }
+
+    fn rows(&self, scopes: &[Scope]) -> Vec<Value> {
+        rows_in_scopes(self.rows.iter().map(|(_, v)| v), scopes)
+    }
+
+    fn set(&mut self, k: String, value: Option<Value>) {
+        self.rows.retain(|(x, _)| *x != k);
+        if let Some(v) = &value {
+            self.rows.push((k.clone(), v.clone()));
+        }
+        match self.writes.iter_mut().find(|(w, _)| *w == k) {
+            Some(w) => w.1 = value,
+            None => self.writes.push((k, value)),
+        }
+    }
+
+    fn apply(&mut self, plan: &ReplacePlan) {
+        for id in &plan.deletes {
+            self.set(id.clone(), None);
+        }
+        for put in &plan.puts {
+            self.set(key(put), Some(put.clone()));
+        }
     }
 }
 
@@ -230,7 +308,7 @@ async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Val
 
 fn dedup(rows: &[Value]) -> Vec<&Value> {
     let mut seen = HashSet::new();
-    rows.iter().filter(|r| seen.insert(outbox_core::plan::key_string(r))).collect()
+    rows.iter().filter(|r| seen.insert(key(r))).collect()
 }
 
 fn values(array: JsValue) -> Result<Vec<Value>> {
