@@ -22,3 +22,27 @@ test("two tabs' rows in the inspector, updated live across tabs (screenshot)", a
   await expect(a.locator("#records tbody")).toContainText("pending:");
   await a.screenshot({ path: "test-results/demo-two-tabs.png", fullPage: true });
 });
+
+test("a change committed in one tab reaches subscribe callbacks in the other (BroadcastChannel)", async ({ context }) => {
+  const user = `u${uid()}`;
+  const db = `db-${uid()}`;
+  const a = await openTab(context, { db, tab: "tab-a", users: [user] });
+  const b = await openTab(context, { db, tab: "tab-b", users: [user] });
+  await b.evaluate(() => {
+    (window as any).__notices = [];
+    window.outboxDemo.outbox.subscribe((n: unknown) => (window as any).__notices.push(n));
+  });
+  await enqueue(a, { kind: "create", body: { entity: "plan", title: "x" } });
+  await expect.poll(() => b.evaluate(() => (window as any).__notices)).toEqual([
+    { tabId: "tab-a", change: "enqueue", owner: user },
+  ]);
+  const code = await b.evaluate(() => {
+    try {
+      window.outboxDemo.outbox.subscribe("not a function");
+      return "no error";
+    } catch (e: any) {
+      return e.code;
+    }
+  });
+  expect(code).toBe("INVALID_ARGUMENT");
+});

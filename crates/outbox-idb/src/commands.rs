@@ -63,7 +63,7 @@ impl Outbox {
     /// Every row of `owner` in `(savedAt, id)` order; undecodable ones as
     /// `{id, owner, undecodable: true, error, raw}`.
     #[wasm_bindgen(unchecked_return_type = "Promise<Array<OutboxRow | UndecodableRow>>")]
-    pub fn rows(&self, owner: JsValue) -> Promise {
+    pub fn rows(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -87,7 +87,11 @@ impl Outbox {
     /// Claims one row (SPEC §5). Resolves with the ticket, or `null` when the row is stale,
     /// in flight, another owner's or not sendable now.
     #[wasm_bindgen(unchecked_return_type = "Promise<Ticket | null>")]
-    pub fn claim(&self, owner: JsValue, #[wasm_bindgen(js_name = rowId)] row_id: JsValue) -> Promise {
+    pub fn claim(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
+        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -122,8 +126,8 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<\"applied\" | \"not-mine\">")]
     pub fn ack(
         &self,
-        owner: JsValue,
-        #[wasm_bindgen(js_name = rowId)] row_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
+        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Ticket")] ticket: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Outcome")] outcome: JsValue,
         #[wasm_bindgen(unchecked_param_type = "AckPorts | undefined")] ports: JsValue,
@@ -154,7 +158,7 @@ impl Outbox {
 
     /// Held rows of `owner` back to queued after a new login; resolves with their number.
     #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
-    pub fn resume_held(&self, owner: JsValue) -> Promise {
+    pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -182,9 +186,9 @@ impl Outbox {
     #[wasm_bindgen(js_name = retryBlocked, unchecked_return_type = "Promise<boolean>")]
     pub fn retry_blocked(
         &self,
-        owner: JsValue,
-        #[wasm_bindgen(js_name = rowId)] row_id: JsValue,
-        body: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
+        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] body: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
@@ -213,7 +217,11 @@ impl Outbox {
     /// Removes one row of `owner` (`null` for an undecodable row whose owner cannot be
     /// read). Resolves `false` if there is no such row or it is in flight.
     #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
-    pub fn discard(&self, owner: JsValue, #[wasm_bindgen(js_name = rowId)] row_id: JsValue) -> Promise {
+    pub fn discard(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string | null")] owner: JsValue,
+        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -257,7 +265,7 @@ impl Outbox {
 
     /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
     #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
-    pub fn purge_owner(&self, owner: JsValue) -> Promise {
+    pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -283,7 +291,7 @@ impl Outbox {
     /// Counts by state, the oldest queued age, undecodable rows and this tab's counters
     /// (SPEC §12), for `owner` or for every owner.
     #[wasm_bindgen(unchecked_return_type = "Promise<Metrics>")]
-    pub fn metrics(&self, owner: JsValue) -> Promise {
+    pub fn metrics(&self, #[wasm_bindgen(unchecked_param_type = "string | undefined")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;

@@ -62,10 +62,10 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
 /// network error; `now` (default `Date.now()`) is used for an HTTP-date `Retry-After`.
 #[wasm_bindgen(js_name = classifyHttp, unchecked_return_type = "Outcome")]
 pub fn classify_http_js(
-    status: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] status: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Headers | Record<string, string> | undefined")] headers: JsValue,
-    body: JsValue,
-    now: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "unknown")] body: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number | undefined")] now: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let s = number(&status, "status")?;
     if !(0.0..=999.0).contains(&s) || s.fract() != 0.0 {
@@ -81,9 +81,9 @@ pub fn classify_http_js(
 #[wasm_bindgen(js_name = selectSendable, unchecked_return_type = "OutboxRow[]")]
 pub fn select_sendable_js(
     #[wasm_bindgen(unchecked_param_type = "OutboxRow[]")] rows: JsValue,
-    #[wasm_bindgen(js_name = tabId)] tab_id: JsValue,
-    now: JsValue,
-    #[wasm_bindgen(js_name = leaseMs)] lease_ms: JsValue,
+    #[wasm_bindgen(js_name = tabId, unchecked_param_type = "string")] tab_id: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    #[wasm_bindgen(js_name = leaseMs, unchecked_param_type = "number | undefined")] lease_ms: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let rows: Array = rows.dyn_into().map_err(|_| OutboxError::invalid("`rows` must be an array"))?;
     let tab_id = tab_id.as_string().ok_or_else(|| OutboxError::invalid("`tabId` must be a string"))?;
@@ -99,8 +99,8 @@ pub fn select_sendable_js(
 #[wasm_bindgen(js_name = isRowInFlight)]
 pub fn is_row_in_flight_js(
     #[wasm_bindgen(unchecked_param_type = "OutboxRow")] row: JsValue,
-    now: JsValue,
-    #[wasm_bindgen(js_name = leaseMs)] lease_ms: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+    #[wasm_bindgen(js_name = leaseMs, unchecked_param_type = "number | undefined")] lease_ms: JsValue,
 ) -> std::result::Result<bool, JsValue> {
     let now = Millis(number(&now, "now")? as i64);
     let v = from_js(&row, "`row`")?;

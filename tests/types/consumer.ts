@@ -1,0 +1,37 @@
+// Compiled with `tsc --noEmit` by the test suite: the package's .d.ts must describe the API
+// an app writes against (SPEC §15), with real types for rows, outcomes and reports.
+import init, { Outbox, classifyHttp, selectSendable, isRowInFlight } from "../../pkg/outbox_idb.js";
+import type { OutboxRow, Outcome, FlushReport, Metrics, Ticket, SendOp, UndecodableRow } from "../../pkg/outbox_idb.js";
+
+export async function app(): Promise<void> {
+  await init();
+  const outbox: Outbox = await Outbox.open({ dbName: "app-outbox", tabId: "tab-a", leaseMs: 10_000, now: () => Date.now(), random: Math.random });
+  const row: OutboxRow | null = await outbox.enqueue({ owner: "alice", kind: "update", target: "workout:42", body: { weight: 80 }, revision: 3 });
+  if (row) {
+    const state: "queued" | "sending" | "held" | "blocked" = row.state;
+    const fence: number | undefined = row.claim?.fence;
+    void state, fence;
+  }
+  const all: Array<OutboxRow | UndecodableRow> = await outbox.rows("alice");
+  const send = async (op: SendOp): Promise<Outcome> => classifyHttp(op.attempt > 3 ? 503 : 200, { "Retry-After": "1" }, null, Date.now());
+  const report: FlushReport = await outbox.flush({
+    owner: "alice",
+    send,
+    prepareSuccessor: ({ intent, receipt }) => ({ target: String((receipt as { serverId: string }).serverId), body: intent.body }),
+    findCreateReceipt: async () => null,
+    maxRows: 100,
+  });
+  const n: number = report.succeeded + report.receipts.length;
+  const ticket: Ticket | null = await outbox.claim("alice", "row-id");
+  if (ticket) {
+    const applied: "applied" | "not-mine" = await outbox.ack("alice", "row-id", ticket, { type: "transient", retryAfterMs: 5 }, undefined);
+    void applied;
+  }
+  const m: Metrics = await outbox.metrics(undefined);
+  const sendable: OutboxRow[] = selectSendable(all.filter((r): r is OutboxRow => !("undecodable" in r)), "tab-a", Date.now(), undefined);
+  const flying: boolean = isRowInFlight(sendable[0], Date.now(), 10_000);
+  const unsubscribe: () => void = outbox.subscribe((notice) => console.log(notice.change, notice.tabId));
+  unsubscribe();
+  void n, m, flying;
+  outbox.close();
+}
