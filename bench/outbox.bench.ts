@@ -79,7 +79,7 @@ test("outbox throughput vs the raw IndexedDB floor", async ({ context }) => {
       `N=${n}`,
       `  raw IndexedDB floor (1 rw tx/row)  ${fmt(floor, n)}`,
       `  enqueue                            ${fmt(enq, n)}   ×${(enq / floor).toFixed(2)} floor`,
-      `  flush, 1 tab (claim + ack = 2 tx)  ${fmt(one.ms, n)}   ×${(one.ms / floor).toFixed(2)} floor`,
+      `  flush, 1 tab                       ${fmt(one.ms, n)}   ×${(one.ms / floor).toFixed(2)} floor`,
       `  flush, 2 tabs at once              ${fmt(two, n)}   ×${(two / floor).toFixed(2)} floor; ` +
         `split ${ra.report.succeeded}/${rb.report.succeeded}, stale claims ${stale} (${((100 * stale) / n).toFixed(1)}%)`,
     );

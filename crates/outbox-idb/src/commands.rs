@@ -30,6 +30,36 @@ fn sort_key(v: &Value) -> (i64, String) {
     (saved, outbox_core::plan::key_string(v))
 }
 
+/// Plans a change of all of one owner's rows; also says how many rows it changes.
+type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, usize)>;
+
+/// An owner-wide change (`resumeHeld`, `purgeOwner`): read the owner's queue, plan, then
+/// re-plan inside one strict transaction over the rows the first plan named.
+async fn owner_wide(
+    inner: &std::rc::Rc<crate::inner::Inner>,
+    owner: &JsValue,
+    what: &str,
+    planner: OwnerPlanner,
+) -> Result<usize, OutboxError> {
+    inner.check_open()?;
+    let owner = owner_arg(owner)?;
+    let rows = inner.store.read_owner(&owner).await?;
+    let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
+    let mut n = 0;
+    inner
+        .store
+        .transact(&first.scopes, Durability::Strict, |cur| {
+            let (plan, count) = planner(&owner, cur)?;
+            n = count;
+            Some(plan)
+        })
+        .await?;
+    if n > 0 {
+        inner.notifier.changed(what, Some(&owner));
+    }
+    Ok(n)
+}
+
 #[wasm_bindgen(js_class = Outbox)]
 impl Outbox {
     /// Queues one operation (SPEC §7). Resolves with the stored row, or `null` when it
@@ -161,22 +191,7 @@ impl Outbox {
     pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
-            inner.check_open()?;
-            let owner = owner_arg(&owner)?;
-            let rows = inner.store.read_owner(&owner).await?;
-            let Some((first, _)) = plan_resume_held(&owner, &rows) else { return Ok(JsValue::from(0)) };
-            let mut n = 0;
-            inner
-                .store
-                .transact(&first.scopes, Durability::Strict, |cur| {
-                    let (plan, count) = plan_resume_held(&owner, cur)?;
-                    n = count;
-                    Some(plan)
-                })
-                .await?;
-            if n > 0 {
-                inner.notifier.changed("resumeHeld", Some(&owner));
-            }
+            let n = owner_wide(&inner, &owner, "resumeHeld", plan_resume_held).await?;
             Ok(JsValue::from(n as u32))
         })
     }
@@ -268,22 +283,7 @@ impl Outbox {
     pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
-            inner.check_open()?;
-            let owner = owner_arg(&owner)?;
-            let rows = inner.store.read_owner(&owner).await?;
-            let Some((first, _)) = plan_purge_owner(&owner, &rows) else { return Ok(JsValue::from(0)) };
-            let mut n = 0;
-            inner
-                .store
-                .transact(&first.scopes, Durability::Strict, |cur| {
-                    let (plan, count) = plan_purge_owner(&owner, cur)?;
-                    n = count;
-                    Some(plan)
-                })
-                .await?;
-            if n > 0 {
-                inner.notifier.changed("purgeOwner", Some(&owner));
-            }
+            let n = owner_wide(&inner, &owner, "purgeOwner", plan_purge_owner).await?;
             Ok(JsValue::from(n as u32))
         })
     }
