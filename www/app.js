@@ -88,6 +88,7 @@ async function flushNow(extra = {}) {
       log(`flush: sent ${r.claimed}, ok ${r.succeeded}, deferred ${r.deferred}, held ${r.held}, ` +
           `blocked ${r.blocked}, conflicts ${r.conflicts}, stale ${r.stale}`);
     }
+    if (r.succeeded) await loadServerRecords();
     await refresh();
     return r;
   } finally {

@@ -1,6 +1,6 @@
 // The demo app with two tabs: the inspector of each shows both tabs' rows, live.
 import { test, expect } from "@playwright/test";
-import { uid, openTab, enqueue, holdRecords, startFlush, waitHeld } from "./helpers";
+import { uid, openTab, enqueue, holdRecords, startFlush, waitHeld, effects } from "./helpers";
 
 test("two tabs' rows in the inspector, updated live across tabs (screenshot)", async ({ context }) => {
   const user = `u${uid()}`;
@@ -45,4 +45,24 @@ test("a change committed in one tab reaches subscribe callbacks in the other (Br
     }
   });
   expect(code).toBe("INVALID_ARGUMENT");
+});
+
+test("a person using the demo: create, edit and delete reach the server through the outbox", async ({ page, request }) => {
+  const user = `u${uid()}`;
+  await page.goto(`/?db=db-${uid()}&users=${user}`); // real clock, flushing on its own
+  await page.waitForFunction(() => window.outboxDemo?.ready === true);
+  await page.selectOption("#create select", "workout");
+  await page.fill("#create input", "75");
+  await page.click("#create button");
+  const row = page.locator("#records tbody tr", { hasText: "workout:" });
+  await expect(row).toHaveCount(1, { timeout: 15_000 });
+  await expect(row.locator("td").nth(2)).toHaveText("1");
+  await row.locator("input").fill("77");
+  await row.getByRole("button", { name: "Save" }).click();
+  await expect(row.locator("td").nth(2)).toHaveText("2", { timeout: 15_000 });
+  await row.getByRole("button", { name: "Delete" }).click();
+  await expect(page.locator("#records tbody tr", { hasText: "workout:" })).toHaveCount(0, { timeout: 15_000 });
+  await expect(page.locator("#inspector tbody tr")).toHaveCount(0);
+  const kinds = (await effects(request, user)).map((e) => `${e.kind}:${e.count}`);
+  expect(kinds).toEqual(["create:1", "update:1", "delete:1"]);
 });
