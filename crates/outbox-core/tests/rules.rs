@@ -288,3 +288,39 @@ fn s12_metrics_count_states_age_and_counters() {
     let m = compute(&all, None, &counters, now);
     assert_eq!((m.total, m.undecodable), (2, 1));
 }
+
+#[test]
+fn s7_without_prepare_port_the_intent_is_blocked_successor_unprepared_and_kept() {
+    let mut w = World::new(1);
+    w.tabs[A].ports.prepare = false;
+    let c = w.enqueue(A, create("alice", json!({"a": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let i = w.enqueue(A, update("alice", &c.target, json!({"b": 2}))).row.unwrap();
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.succeeded, rep.blocked, rep.converted), (1, 1, 0));
+    assert!(w.row(&c.id).is_none(), "the create is ACK-deleted once its intents are dealt with");
+    let kept = w.row(&i.id).unwrap();
+    assert_eq!(kept.state, RowState::Blocked);
+    assert_eq!(kept.blocked_code.as_deref(), Some(outbox_core::intent::SUCCESSOR_UNPREPARED));
+    assert_eq!((kept.target.as_str(), kept.body.clone()), (c.target.as_str(), json!({"b": 2})), "original kept");
+}
+
+#[test]
+fn s7_a_throwing_prepare_port_blocks_the_intent_too() {
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"a": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let i = w.enqueue(A, update("alice", &c.target, json!({"b": 2}))).row.unwrap();
+    w.deliver(A, 0);
+    w.step(A, 0, &mut truthful); // the ACK asks to convert first
+    let idx = w.find(A, |r| matches!(r, outbox_core::Request::Prepare { .. })).expect("asks the port");
+    let outbox_core::Request::Prepare { token, .. } = w.tabs[A].inbox.remove(idx) else { unreachable!() };
+    w.tabs[A].flush.as_mut().unwrap().handle_prepared(token, Err("port threw".into()));
+    w.collect(A);
+    w.drain(A, &mut truthful);
+    let kept = w.row(&i.id).unwrap();
+    assert_eq!(kept.blocked_code.as_deref(), Some(outbox_core::intent::SUCCESSOR_UNPREPARED));
+    assert!(w.row(&c.id).is_none());
+}

@@ -259,7 +259,8 @@ fn plan_intent(
     now: Millis,
 ) -> Option<ReplacePlan> {
     match action {
-        IntentAction::Ask => None,
+        // A write is asked for an undecided intent only when the app gave no port.
+        IntentAction::Ask => plan_block_intent(raw, current, SUCCESSOR_UNPREPARED, now),
         IntentAction::Convert(p) => {
             plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p).map_err(|e: IntentSkip| e).ok()
         }

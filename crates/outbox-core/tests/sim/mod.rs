@@ -130,7 +130,8 @@ impl World {
         self.collect(tab);
     }
 
-    fn collect(&mut self, tab: usize) {
+    /// Moves the flush's new requests into the tab's inbox (after driving it by hand).
+    pub fn collect(&mut self, tab: usize) {
         let t = &mut self.tabs[tab];
         if let Some(f) = t.flush.as_mut() {
             while let Some(r) = f.poll_request() {
