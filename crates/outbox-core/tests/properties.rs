@@ -126,7 +126,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     }
     let mut l = Ledger::default();
     let mut flush_owner: Vec<Option<String>> = vec![None; TABS];
-    let mut reports_seen = vec![0usize; TABS];
+    let mut reports_seen = [0usize; TABS];
     for a in acts {
         match a {
             Act::Enqueue { tab, owner, target, kind, with_revision } => {
