@@ -314,25 +314,33 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
 #[wasm_bindgen_test]
 async fn opening_upgrades_an_earlier_schema_without_losing_rows() {
     let db = db_name("upgrade");
-    // Version 1 of the schema: the store without indexes, holding one row.
-    let script = format!(
-        "return new Promise((ok, err) => {{
-            const r = indexedDB.open('{db}', 1);
-            r.onupgradeneeded = () => r.result.createObjectStore('outbox', {{keyPath: 'id'}});
-            r.onsuccess = () => {{
-                const tx = r.result.transaction('outbox', 'readwrite');
-                tx.objectStore('outbox').put({{id: 'v1', owner: 'alice', target: 'w:1', kind: 'update', body: {{}}, savedAt: 1, state: 'queued'}});
-                tx.oncomplete = () => {{ r.result.close(); ok(); }};
-            }};
-            r.onerror = () => err(r.error);
-        }});"
-    );
-    done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
+    // Version 1 of the schema, written with rexie as an older app did: the store without
+    // indexes, holding one row and an index of its own that this version does not know.
+    let old = rexie::Rexie::builder(&db)
+        .version(1)
+        .add_object_store(
+            rexie::ObjectStore::new("outbox").key_path("id").add_index(rexie::Index::new("legacyIndex", "legacy")),
+        )
+        .build()
+        .await
+        .unwrap();
+    let tx = old.transaction(&["outbox"], rexie::TransactionMode::ReadWrite).unwrap();
+    let row = json!({"id": "v1", "owner": "alice", "target": "w:1", "kind": "update", "body": {}, "savedAt": 1, "state": "queued", "legacy": 1});
+    tx.store("outbox").unwrap().put(&obj(row), None).await.unwrap();
+    tx.done().await.unwrap();
+    old.close();
     let a = open(&db, "tab-a").await;
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["id"], "v1");
     let rep = ok(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
     assert_eq!(rep["succeeded"], 1, "the new [owner, savedAt] index finds the old row");
+    // The older app's own index survived the upgrade.
+    let script = format!(
+        "return new Promise((ok) => {{ const r = indexedDB.open('{db}'); r.onsuccess = () => {{
+            const names = [...r.result.transaction('outbox').objectStore('outbox').indexNames]; r.result.close(); ok(names.join(',')); }}; }});"
+    );
+    let names = done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
+    assert_eq!(names.as_string().unwrap(), "byOwnerSavedAt,byOwnerTarget,legacyIndex");
 }
 
 #[wasm_bindgen_test]
