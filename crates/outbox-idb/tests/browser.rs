@@ -306,6 +306,12 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": ""})))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": "x", "leaseMs": -1})))).await, "INVALID_ARGUMENT");
     assert!(outbox_idb::classify_http_js("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED).is_err());
+    assert!(outbox_idb::classify_http_js(200.into(), JsValue::from(5), JsValue::NULL, JsValue::UNDEFINED).is_err());
+    assert!(outbox_idb::select_sendable_js(JsValue::from(1), "t".into(), T0.into(), JsValue::UNDEFINED).is_err());
+    assert!(outbox_idb::select_sendable_js(js_sys::Array::new().into(), JsValue::NULL, T0.into(), JsValue::UNDEFINED)
+        .is_err());
+    assert!(outbox_idb::is_row_in_flight_js(obj(json!({})), "soon".into(), JsValue::UNDEFINED).is_err());
+    assert!(a.subscribe(JsValue::from(1)).is_err());
     assert!(all_rows(&store).await.is_empty(), "nothing was written");
     a.close();
     assert_eq!(code_of(a.rows("alice".into())).await, "CLOSED");
