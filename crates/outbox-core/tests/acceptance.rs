@@ -106,12 +106,11 @@ fn s13_row3_late_answers_after_takeover_change_nothing_and_receipt_is_reported()
         w.row(&c1.id).unwrap(),
         outbox_core::Ticket { tab_id: "tab-0".into(), fence: 1 },
         Outcome::success(json!({"serverId": "rec:1", "revision": 1})),
-        now,
     );
     while let Some(req) = f.poll_request() {
         let Request::Write { token, scopes } = req else { panic!("only writes") };
         let r = w.store.transact(&scopes, |cur| f.plan(token, cur, now, &mut w.tabs[A].draws));
-        f.handle_written(token, r, now);
+        f.handle_written(token, r);
     }
     assert!(f.is_done());
     assert_eq!(w.raw(&c1.id).unwrap(), before, "late success changed nothing");

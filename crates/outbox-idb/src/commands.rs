@@ -180,7 +180,7 @@ impl Outbox {
             opts.backoff = inner.backoff;
             opts.has_prepare = ports.prepare_successor.is_some();
             opts.has_find = ports.find_create_receipt.is_some();
-            let flush = Flush::for_answer(opts, row, ticket, outcome, inner.now());
+            let flush = Flush::for_answer(opts, row, ticket, outcome);
             let report = drive(&inner, flush, &ports).await?;
             Ok(JsValue::from_str(if report.skipped == 0 { "applied" } else { "not-mine" }))
         })

@@ -116,7 +116,7 @@ async fn write_together(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, writes: Vec
         .collect();
     let results = inner.store.transact_many(items, Durability::Default).await?;
     for ((token, _), result) in writes.iter().zip(results) {
-        flush.borrow_mut().handle_written(*token, result, inner.now());
+        flush.borrow_mut().handle_written(*token, result);
     }
     Ok(())
 }
@@ -141,7 +141,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 },
                 None => Outcome::transient("NO_SEND"),
             };
-            flush.borrow_mut().handle_sent(token, outcome, inner.now());
+            flush.borrow_mut().handle_sent(token, outcome);
         }
         Request::Prepare { token, intent, predecessor, receipt } => {
             let result = match &ports.prepare_successor {

@@ -200,12 +200,12 @@ impl Flush {
     /// Applies one answer the app obtained itself (`ack(owner, rowId, ticket, outcome)`):
     /// the same steps a flush takes after `send`, and nothing else.
     #[must_use]
-    pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome, now: Millis) -> Flush {
+    pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome) -> Flush {
         let mut f = Flush::empty(opts, true);
         let token = f.token();
         f.busy_targets.insert(row.target.clone(), token);
         f.tasks.insert(token, Task::Sending { row, ticket });
-        f.handle_sent(token, outcome, now);
+        f.handle_sent(token, outcome);
         f
     }
 
@@ -321,12 +321,12 @@ impl Flush {
     }
 
     /// The result of a [`Request::Write`]: `None` when [`Flush::plan`] planned nothing.
-    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>, now: Millis) {
+    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
         let stale_before = self.report.stale;
-        let next = task.written(result, now, &mut self.report, &mut self.conflict_born);
+        let next = task.written(result, &mut self.report, &mut self.conflict_born);
         if self.report.stale > stale_before && self.reading.is_none() && !self.standalone {
             // Another tab is claiming from the same queue: the list read for this round is
             // out of date. Read the queue again now (rows it claimed are in flight there and
@@ -339,7 +339,7 @@ impl Flush {
     }
 
     /// The app's transport answered (or threw, mapped by the driver to a transient outcome).
-    pub fn handle_sent(&mut self, token: Token, outcome: Outcome, now: Millis) {
+    pub fn handle_sent(&mut self, token: Token, outcome: Outcome) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
@@ -349,7 +349,7 @@ impl Flush {
             self.stopped = true;
             self.candidates.clear();
         }
-        let next = task.sent(outcome, now);
+        let next = task.sent(outcome);
         self.after(token, next);
     }
 

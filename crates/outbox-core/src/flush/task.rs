@@ -158,7 +158,6 @@ impl Task {
     pub(super) fn written(
         self,
         result: Option<ReplaceOutcome>,
-        now: Millis,
         report: &mut FlushReport,
         conflict_born: &mut HashSet<String>,
     ) -> Wait {
@@ -182,24 +181,20 @@ impl Task {
                 Wait::Spawn(sends, batch.returned)
             }
             Task::Sending { .. } => DONE,
-            Task::Answer(a) => answered(a, result, now, report, conflict_born),
-            Task::Convert { mut answer, intent, rest, action, .. } => {
-                let mut progress = false;
+            Task::Answer(a) => answered(a, result, report, conflict_born),
+            Task::Convert { mut answer, rest, action, .. } => {
                 if committed {
                     match action {
                         IntentAction::Convert(_) => report.converted += 1,
                         _ => report.blocked += 1,
                     }
-                    progress = true;
                 }
-                let _ = intent;
                 if result.is_none() && matches!(action, IntentAction::Convert(_)) {
                     // Skipped: the create is no longer mine, or the intent was replaced by
                     // a newer edit; re-planning the answer sorts out which.
                     return Wait::On(Task::Answer(answer));
                 }
                 answer.decided = None;
-                let _ = progress;
                 next_intent(answer, rest)
             }
             Task::Orphan { step, .. } => {
@@ -214,7 +209,7 @@ impl Task {
         }
     }
 
-    pub(super) fn sent(self, outcome: Outcome, _now: Millis) -> Wait {
+    pub(super) fn sent(self, outcome: Outcome) -> Wait {
         match self {
             Task::Sending { row, ticket } => {
                 Wait::On(Task::Answer(Answer { row, ticket, outcome, passes: 0, decided: None }))
@@ -278,11 +273,9 @@ fn next_intent(answer: Answer, mut rest: VecDeque<(Row, Value)>) -> Wait {
 fn answered(
     mut a: Answer,
     result: Option<ReplaceOutcome>,
-    now: Millis,
     report: &mut FlushReport,
     conflict_born: &mut HashSet<String>,
 ) -> Wait {
-    let _ = now;
     let decided = a.decided.take();
     let receipt = |report: &mut FlushReport, applied: bool| {
         if let Outcome::Success { receipt, replayed } = &a.outcome {

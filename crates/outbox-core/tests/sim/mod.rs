@@ -175,7 +175,7 @@ impl World {
             Request::Write { token, scopes } => {
                 let draws = &mut t.draws;
                 let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
-                flush.handle_written(token, r, now);
+                flush.handle_written(token, r);
             }
             Request::Send { token, op } => {
                 if let Some(claim) = self.store.get(&op.id).and_then(|v| v.get("claim")) {
@@ -200,9 +200,8 @@ impl World {
     pub fn deliver(&mut self, tab: usize, idx: usize) {
         let t = &mut self.tabs[tab];
         let (token, out) = t.air.remove(idx);
-        let now = t.now;
         if let Some(f) = t.flush.as_mut() {
-            f.handle_sent(token, out, now);
+            f.handle_sent(token, out);
         }
         self.collect(tab);
     }
