@@ -324,3 +324,77 @@ fn s7_a_throwing_prepare_port_blocks_the_intent_too() {
     assert_eq!(kept.blocked_code.as_deref(), Some(outbox_core::intent::SUCCESSOR_UNPREPARED));
     assert!(w.row(&c.id).is_none());
 }
+
+#[test]
+fn s7_intents_of_one_pending_target_coalesce_newest_over_older() {
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"a": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let i1 = w.enqueue(A, update("alice", &c.target, json!({"b": 1, "c": 1}))).row.unwrap();
+    let p = w.enqueue(A, update("alice", &c.target, json!({"c": 2})));
+    let i2 = p.row.unwrap();
+    assert_eq!(p.absorbed, vec![i1.id.clone()]);
+    assert_eq!((i2.successor_of.as_deref(), i2.body.clone()), (Some(c.id.as_str()), json!({"b": 1, "c": 2})));
+    let d = w.enqueue(A, delete("alice", &c.target));
+    assert_eq!(d.absorbed, vec![i2.id.clone()]);
+    assert_eq!(d.row.unwrap().successor_of.as_deref(), Some(c.id.as_str()));
+    assert_eq!(w.store.len(), 2, "the create and one intent");
+}
+
+#[test]
+fn s7_an_edit_of_a_pending_target_without_its_create_is_an_intent() {
+    let mut w = World::new(1);
+    let i = w.enqueue(A, update("alice", "pending:gone", json!({"x": 1}))).row.unwrap();
+    assert_eq!((i.target.as_str(), i.successor_of.as_deref()), ("pending:gone", Some("gone")));
+    assert!(i.is_intent());
+}
+
+#[test]
+fn s7_a_delete_intent_folded_into_a_blocked_create_cancels_it() {
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"a": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut |_, _| Outcome::Permanent { code: "INVALID".into() });
+    let d = w.enqueue(A, delete("alice", &c.target)).row.unwrap();
+    assert!(d.is_intent());
+    w.deliver(A, 0);
+    w.drain(A, &mut truthful);
+    assert_eq!(w.row(&c.id).unwrap().state, RowState::Blocked);
+    let p = w.enqueue(A, update("alice", &c.target, json!({"b": 2})));
+    assert!(p.row.is_none(), "the delete intent cancels the create; nothing is stored");
+    assert!(w.store.is_empty());
+    assert!(p.absorbed.contains(&c.id) && p.absorbed.contains(&d.id));
+}
+
+#[test]
+fn discard_refuses_rows_in_flight_and_other_owners_rows() {
+    let mut w = World::new(1);
+    let r = w.enqueue(A, update("alice", "w:1", json!({}))).row.unwrap();
+    let now = w.tabs[A].now;
+    let raw = w.raw(&r.id).unwrap();
+    assert_eq!(plan_discard(Some("bob"), Some(&raw), now, LEASE), Err(DiscardSkip::OtherOwner));
+    assert_eq!(plan_discard(Some("alice"), None, now, LEASE), Err(DiscardSkip::Missing));
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let flying = w.raw(&r.id).unwrap();
+    assert_eq!(plan_discard(Some("alice"), Some(&flying), now, LEASE), Err(DiscardSkip::InFlight));
+    let plan = plan_discard(Some("alice"), Some(&flying), now.plus(LEASE), LEASE).unwrap();
+    assert_eq!(w.store.replace(&plan), outbox_core::ReplaceOutcome::Committed);
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn purge_owner_removes_that_owners_rows_only_and_keeps_undecodable_ones() {
+    let mut w = World::new(1);
+    let _ = w.enqueue(A, update("alice", "w:1", json!({})));
+    let _ = w.enqueue(A, create("alice", json!({})));
+    let bob = w.enqueue(A, update("bob", "w:1", json!({}))).row.unwrap();
+    w.store.seed(json!({"id": "bad", "owner": "alice", "kind": "upsert"}));
+    let (plan, n) = plan_purge_owner("alice", &w.store.read_owner("alice")).unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(w.store.replace(&plan), outbox_core::ReplaceOutcome::Committed);
+    let left: Vec<String> = w.store.all().map(|v| v["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(left.len(), 2);
+    assert!(left.contains(&bob.id) && left.contains(&"bad".to_owned()));
+}

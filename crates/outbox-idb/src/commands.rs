@@ -25,6 +25,12 @@ fn undecodable_entry(u: &outbox_core::Undecodable) -> Value {
     json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": u.error.to_string(), "raw": u.raw})
 }
 
+/// The decodable row `id` of `owner`, as stored now (read outside any write).
+async fn own_row(inner: &crate::inner::Inner, owner: &str, id: &str) -> Result<Option<outbox_core::Row>, OutboxError> {
+    let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
+    Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
+}
+
 fn sort_key(v: &Value) -> (i64, String) {
     let saved = v.get("savedAt").and_then(outbox_core::Millis::from_json).map_or(i64::MAX, |m| m.0);
     (saved, outbox_core::plan::key_string(v))
@@ -171,8 +177,7 @@ impl Outbox {
             let outcome: Outcome = serde_wasm_bindgen::from_value(outcome)
                 .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))?;
             let ports = Ports::parse(&ports, false)?;
-            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
-            let Some(row) = seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner) else {
+            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 inner.counters.borrow_mut().record(&outcome);
                 return Ok(JsValue::from_str("not-mine"));
             };
@@ -182,7 +187,7 @@ impl Outbox {
             opts.has_find = ports.find_create_receipt.is_some();
             let flush = Flush::for_answer(opts, row, ticket, outcome);
             let report = drive(&inner, flush, &ports).await?;
-            Ok(JsValue::from_str(if report.skipped == 0 { "applied" } else { "not-mine" }))
+            Ok(JsValue::from_str(if report.applied > 0 { "applied" } else { "not-mine" }))
         })
     }
 
@@ -210,8 +215,7 @@ impl Outbox {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "`body`")?) };
-            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
-            let Some(row) = seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner) else {
+            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 return Ok(JsValue::FALSE);
             };
             let new_id = uuid::Uuid::new_v4().to_string();

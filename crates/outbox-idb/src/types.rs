@@ -103,7 +103,7 @@ export interface Counters {
 
 export interface FlushReport {
   claimed: number; succeeded: number; deferred: number; held: number; blocked: number;
-  conflicts: number; stale: number; skipped: number; converted: number;
+  conflicts: number; stale: number; skipped: number; converted: number; applied: number;
   receipts: ReceiptReport[];
   counters: Counters;
 }

@@ -42,6 +42,8 @@ pub struct FlushReport {
     pub skipped: u64,
     /// Intents converted into their real request.
     pub converted: u64,
+    /// Answers applied (the claim was still this tab's); the others count in `skipped`.
+    pub applied: u64,
     /// Every success receipt received.
     pub receipts: Vec<ReceiptReport>,
     /// This flush's attempts by class (added to the tab's counters).

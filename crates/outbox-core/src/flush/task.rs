@@ -5,8 +5,7 @@ use super::batch::{Candidate, ClaimBatch};
 use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
 use crate::intent::{
-    convert_scopes, plan_block_intent, plan_convert, IntentSkip, Prepared, PREDECESSOR_RECEIPT_UNKNOWN,
-    SUCCESSOR_UNPREPARED,
+    convert_scopes, plan_block_intent, plan_convert, Prepared, PREDECESSOR_RECEIPT_UNKNOWN, SUCCESSOR_UNPREPARED,
 };
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
@@ -257,7 +256,8 @@ fn plan_intent(
         // A write is asked for an undecided intent only when the app gave no port.
         IntentAction::Ask => plan_block_intent(raw, current, SUCCESSOR_UNPREPARED, now),
         IntentAction::Convert(p) => {
-            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p).map_err(|e: IntentSkip| e).ok()
+            // Skipped (intent replaced, or the create no longer mine): the answer re-plans.
+            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p).ok()
         }
         IntentAction::Block(code) => plan_block_intent(raw, current, code, now),
     }
@@ -291,6 +291,7 @@ fn answered(
     match (decided, result) {
         (Some(AckDecision::Apply { successor, .. }), Some(ReplaceOutcome::Committed)) => {
             receipt(report, true);
+            report.applied += 1;
             let progress = match &a.outcome {
                 Outcome::Success { .. } => {
                     report.succeeded += 1;

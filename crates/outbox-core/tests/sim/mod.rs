@@ -121,10 +121,16 @@ impl World {
     }
 
     pub fn start_flush(&mut self, tab: usize, owner: &str) {
+        self.start_flush_with(tab, owner, |_| {});
+    }
+
+    /// Starts a flush with options changed by `edit` (limits, concurrency).
+    pub fn start_flush_with(&mut self, tab: usize, owner: &str, edit: impl FnOnce(&mut FlushOptions)) {
         let t = &mut self.tabs[tab];
         let mut opts = FlushOptions::new(owner, t.tab.clone());
         opts.has_prepare = t.ports.prepare;
         opts.has_find = t.ports.find;
+        edit(&mut opts);
         t.flush = Some(Flush::new(opts));
         t.inbox.clear();
         self.collect(tab);
