@@ -10,7 +10,7 @@
 //! | §3 row format | [`row`], [`codec`], [`input`] |
 //! | §4 replace | [`plan`], [`memstore`] |
 //! | §5 claim, in flight | [`claim`], [`inflight`] |
-//! | §6 ACK, §9 conflict | [`ack`], [`reissue`] |
+//! | §6 ACK, §9 conflict | [`ack`], [`reissue`], [`release`] |
 //! | §7 enqueue, intents | [`enqueue`], [`intent`] |
 //! | §8 selection | [`select`] |
 //! | §10 failures, backoff | [`outcome`], [`classify`], [`retry`] |
@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod plan;
 pub mod reissue;
+pub mod release;
 pub mod retry;
 pub mod row;
 pub mod select;
@@ -46,7 +47,7 @@ pub mod tab;
 pub mod time;
 
 pub use codec::{decode, encode, DecodeError, Stored, Undecodable};
-pub use flush::{Draws, Flush, FlushOptions, FlushReport, Request, SendOp, Token};
+pub use flush::{Draws, Flush, FlushOptions, FlushReport, Outstanding, Request, SendOp, Token};
 pub use outcome::Outcome;
 pub use plan::{ReplaceOutcome, ReplacePlan, Scope};
 pub use row::{Kind, Row, RowState, Ticket};

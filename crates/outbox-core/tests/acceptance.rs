@@ -101,16 +101,18 @@ fn s13_row3_late_answers_after_takeover_change_nothing_and_receipt_is_reported()
     // A's late success, applied through the same steps (`ack` with A's ticket): the row
     // stays, the receipt is reported.
     let now = w.tabs[A].now;
+    let mut out = outbox_core::Outstanding::new();
     let mut f = outbox_core::Flush::for_answer(
         outbox_core::FlushOptions::new("alice", w.tabs[A].tab.clone()),
         w.row(&c1.id).unwrap(),
         outbox_core::Ticket { tab_id: "tab-0".into(), fence: 1 },
         Outcome::success(json!({"serverId": "rec:1", "revision": 1})),
+        &mut out,
     );
     while let Some(req) = f.poll_request() {
         let Request::Write { token, scopes } = req else { panic!("only writes") };
         let r = w.store.transact(&scopes, |cur| f.plan(token, cur, now, &mut w.tabs[A].draws));
-        f.handle_written(token, r);
+        f.handle_written(token, r, &mut out);
     }
     assert!(f.is_done());
     assert_eq!(w.raw(&c1.id).unwrap(), before, "late success changed nothing");
@@ -348,7 +350,7 @@ fn s13_row10_port_failure_leaves_the_orphan_unchanged() {
     w.start_flush(A, "alice");
     w.step(A, 0, &mut truthful); // read
     let Request::FindReceipt { token, .. } = w.tabs[A].inbox.remove(0) else { panic!("asks the port") };
-    w.tabs[A].flush.as_mut().unwrap().handle_found(token, Err("offline".into()));
+    w.with_flush(A, |f, out| f.handle_found(token, Err("offline".into()), out));
     assert!(w.tabs[A].flush.as_ref().unwrap().is_done());
     assert_eq!(w.raw("i-1").unwrap(), raw);
 }

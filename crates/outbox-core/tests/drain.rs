@@ -98,3 +98,112 @@ fn s8_two_overlapping_flushes_of_one_tab_do_not_double_send() {
     assert_eq!(w.server.received.iter().filter(|r| r.0 == c.id).count(), 1);
     assert!(w.store.is_empty());
 }
+
+/// Answers every send truly, except the `n`-th one (from 1), which hears `401`.
+fn auth_on(n: usize) -> impl FnMut(&mut Server, &outbox_core::SendOp) -> outbox_core::Outcome {
+    let mut seen = 0;
+    move |s, op| {
+        seen += 1;
+        if seen == n {
+            outbox_core::Outcome::Auth
+        } else {
+            s.handle(op)
+        }
+    }
+}
+
+#[test]
+fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
+    let mut w = World::new(1);
+    for i in 0..6 {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+    let mut answer = auth_on(3);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    while !w.tabs[A].inbox.is_empty() {
+        w.step(A, 0, &mut answer); // read, claim four, send four
+    }
+    assert_eq!(w.tabs[A].air.len(), 4);
+    for _ in 0..2 {
+        w.deliver(A, 0); // success
+        w.step(A, 0, &mut answer); // its ACK; after the second, two slots are free
+    }
+    assert!(matches!(w.tabs[A].inbox[..], [outbox_core::Request::Write { .. }]), "a claim batch waits to be written");
+    w.deliver(A, 0); // the third answer: 401
+    w.drain(A, &mut answer); // the claim batch commits now, the fourth answer arrives
+                             // Four sends in all: the one that heard 401 (the server never saw it) and three others.
+    assert_eq!(w.server.received.len(), 3, "nothing more is sent for the owner after the auth answer");
+    let rows: Vec<_> = w.store.read_owner("alice").iter().map(|v| outbox_core::decode(v).unwrap()).collect();
+    let held: Vec<_> = rows.iter().filter(|r| r.state == outbox_core::RowState::Held).collect();
+    assert_eq!(held.len(), 1, "only the row that heard 401 is held");
+    let released: Vec<_> = rows.iter().filter(|r| r.state == outbox_core::RowState::Queued).collect();
+    assert_eq!(released.len(), 2, "the two rows claimed after the auth answer are back in the queue");
+    let now = w.tabs[A].now;
+    for r in released {
+        assert!(!outbox_core::inflight::in_flight(r, now, LEASE).is_in_flight(), "{r} is not in flight");
+        assert_eq!(r.claim.as_ref().map(|c| c.fence), Some(1), "{r}: the fence is kept");
+        assert_eq!(r.evidence, None, "{r}: no attempt was made");
+    }
+    let rep = w.tabs[A].reports.last().unwrap();
+    assert_eq!((rep.claimed, rep.released, rep.held), (4, 2, 1));
+    assert!(w.outstanding(A).is_empty());
+}
+
+#[test]
+fn s8_overlapping_flushes_of_one_tab_send_rows_of_one_target_one_at_a_time() {
+    // Three flushes of one tab; two rows of one target that do not name each other.
+    let mut w = World::new(3);
+    for t in 1..3 {
+        w.tabs[t].tab = w.tabs[0].tab.clone();
+    }
+    w.server.seed_record("w:1", 1);
+    let now = w.tabs[A].now.0;
+    for id in ["a", "b"] {
+        w.store.seed(json!({"id": id, "owner": "alice", "target": "w:1", "kind": "update",
+                            "body": {"x": id}, "savedAt": now, "state": "queued"}));
+    }
+    for t in 0..3 {
+        w.start_flush(t, "alice");
+        w.step(t, 0, &mut truthful); // every flush reads the queue first
+    }
+    let mut most = 0;
+    while (0..3).any(|t| w.flushing(t)) {
+        for t in 0..3 {
+            fill_air(&mut w, t);
+        }
+        most = most.max((0..3).map(|t| w.tabs[t].air.len()).sum());
+        if let Some(t) = (0..3).find(|t| !w.tabs[*t].air.is_empty()) {
+            w.deliver(t, 0);
+        }
+    }
+    assert_eq!(most, 1, "never two rows of one target outstanding in one tab");
+    assert_eq!(w.server.applied, vec!["a".to_owned(), "b".to_owned()]);
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s8_a_send_that_outlives_its_lease_is_not_resent_by_the_same_tab() {
+    let mut w = World::new(3);
+    w.tabs[1].tab = w.tabs[0].tab.clone(); // a second flush of tab 0
+    let c = w.enqueue(A, create("alice", json!({"n": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    fill_air(&mut w, 0);
+    assert_eq!(w.tabs[0].air.len(), 1);
+    w.advance_all(LEASE + 1); // the send is still awaited, its lease is over
+    w.start_flush(1, "alice");
+    fill_air(&mut w, 1);
+    assert!(w.tabs[1].air.is_empty(), "the same tab does not resend while its attempt is outstanding");
+    assert!(!w.flushing(1));
+    assert_eq!(w.tabs[1].reports.last().unwrap().skipped, 1);
+    // Another tab takes over after the lease (the tab may have frozen): fence 2.
+    w.start_flush(2, "alice");
+    fill_air(&mut w, 2);
+    assert_eq!(w.tabs[2].air.len(), 1);
+    assert_eq!(w.row(&c.id).unwrap().claim.unwrap().fence, 2);
+    w.drain(2, &mut truthful);
+    assert!(w.store.is_empty());
+    w.drain(0, &mut truthful); // the first attempt's late answer: not mine any more
+    assert_eq!(w.tabs[0].reports.last().unwrap().applied, 0);
+    assert!(w.outstanding(0).is_empty(), "the tab holds nothing once its flushes ended");
+}

@@ -317,7 +317,7 @@ fn s7_a_throwing_prepare_port_blocks_the_intent_too() {
     w.step(A, 0, &mut truthful); // the ACK asks to convert first
     let idx = w.find(A, |r| matches!(r, outbox_core::Request::Prepare { .. })).expect("asks the port");
     let outbox_core::Request::Prepare { token, .. } = w.tabs[A].inbox.remove(idx) else { unreachable!() };
-    w.tabs[A].flush.as_mut().unwrap().handle_prepared(token, Err("port threw".into()));
+    w.with_flush(A, |f, out| f.handle_prepared(token, Err("port threw".into()), out));
     w.collect(A);
     w.drain(A, &mut truthful);
     let kept = w.row(&i.id).unwrap();

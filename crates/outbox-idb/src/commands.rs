@@ -177,15 +177,15 @@ impl Outbox {
             let outcome: Outcome = serde_wasm_bindgen::from_value(outcome)
                 .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))?;
             let ports = Ports::parse(&ports, false)?;
+            inner.counters.borrow_mut().record(&outcome);
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
-                inner.counters.borrow_mut().record(&outcome);
                 return Ok(JsValue::from_str("not-mine"));
             };
             let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
             opts.backoff = inner.backoff;
             opts.has_prepare = ports.prepare_successor.is_some();
             opts.has_find = ports.find_create_receipt.is_some();
-            let flush = Flush::for_answer(opts, row, ticket, outcome);
+            let flush = Flush::for_answer(opts, row, ticket, outcome, &mut inner.outstanding.borrow_mut());
             let report = drive(&inner, flush, &ports).await?;
             Ok(JsValue::from_str(if report.applied > 0 { "applied" } else { "not-mine" }))
         })

@@ -12,7 +12,7 @@ use futures_util::future::{FutureExt, LocalBoxFuture};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::intent::Prepared;
-use outbox_core::{encode, Flush, FlushReport, Outcome, Request, Scope, Token};
+use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -61,12 +61,21 @@ async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsVal
     JsFuture::from(Promise::resolve(&ret)).await
 }
 
-/// Runs `flush` to its end.
+/// Runs `flush` to its end. Whatever happens, the records it held in the tab's
+/// [`outbox_core::Outstanding`] are freed when it stops.
 ///
 /// # Errors
 /// `STORAGE` / `CLOSED` when IndexedDB fails; sends still outstanding are then abandoned
 /// (their rows stay claimed until the lease ends, then any tab resends them).
 pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
+    let id = flush.id();
+    let result = run(inner, flush, ports).await;
+    inner.outstanding.borrow_mut().end(id);
+    result
+}
+
+async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
+    let owner = flush.owner().to_owned();
     let flush = Rc::new(RefCell::new(flush));
     let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<()>>> = FuturesUnordered::new();
     loop {
@@ -78,7 +87,7 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<Flu
             }
         }
         if !writes.is_empty() {
-            running.push(Box::pin(write_together(inner.clone(), flush.clone(), writes)));
+            running.push(Box::pin(write_together(inner.clone(), flush.clone(), owner.clone(), writes)));
         }
         match running.next().await {
             Some(r) => r?,
@@ -91,18 +100,21 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<Flu
         }
     }
     let report = flush.borrow().report().clone();
-    inner.counters.borrow_mut().add(&report.counters);
-    let r = &report;
-    if r.claimed + r.succeeded + r.deferred + r.held + r.blocked + r.conflicts + r.converted > 0 {
-        inner.notifier.changed("flush", None);
-    }
     Ok(report)
 }
 
 /// Carries out the write requests asked at the same moment in one readwrite transaction:
 /// each is planned (synchronously, inside it) on the rows as left by the ones before it and
 /// commits or is stale on its own, exactly as if each had its own transaction.
-async fn write_together(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, writes: Vec<(Token, Vec<Scope>)>) -> Result<()> {
+///
+/// Each transaction that changed something is announced to the other tabs as soon as it
+/// commits, so a long flush shows its progress (and nothing is lost if it fails later).
+async fn write_together(
+    inner: Rc<Inner>,
+    flush: Rc<RefCell<Flush>>,
+    owner: String,
+    writes: Vec<(Token, Vec<Scope>)>,
+) -> Result<()> {
     let now = inner.now();
     let items: Vec<(Vec<Scope>, Planner<'_>)> = writes
         .iter()
@@ -115,8 +127,11 @@ async fn write_together(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, writes: Vec
         })
         .collect();
     let results = inner.store.transact_many(items, Durability::Default).await?;
+    if results.contains(&Some(ReplaceOutcome::Committed)) {
+        inner.notifier.changed("flush", Some(&owner));
+    }
     for ((token, _), result) in writes.iter().zip(results) {
-        flush.borrow_mut().handle_written(*token, result);
+        flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
     }
     Ok(())
 }
@@ -125,9 +140,18 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     match req {
         Request::ReadOwner { token, owner } => {
             let rows = inner.store.read_owner(&owner).await?;
-            flush.borrow_mut().handle_rows(token, &rows, inner.now(), &mut &*inner);
+            flush.borrow_mut().handle_rows(
+                token,
+                &rows,
+                inner.now(),
+                &mut &*inner,
+                &mut inner.outstanding.borrow_mut(),
+            );
         }
-        Request::Write { token, scopes } => write_together(inner, flush, vec![(token, scopes)]).await?,
+        Request::Write { token, scopes } => {
+            let owner = flush.borrow().owner().to_owned();
+            write_together(inner, flush, owner, vec![(token, scopes)]).await?;
+        }
         Request::Send { token, op } => {
             let outcome = match &ports.send {
                 Some(send) => match call(send, &to_js(&op)).await {
@@ -141,7 +165,9 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 },
                 None => Outcome::transient("NO_SEND"),
             };
-            flush.borrow_mut().handle_sent(token, outcome);
+            // The tab's counters follow each answer (§12), not only the end of the flush.
+            inner.counters.borrow_mut().record(&outcome);
+            flush.borrow_mut().handle_sent(token, outcome, &mut inner.outstanding.borrow_mut());
         }
         Request::Prepare { token, intent, predecessor, receipt } => {
             let result = match &ports.prepare_successor {
@@ -158,7 +184,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 }
                 None => Err("no prepareSuccessor".to_owned()),
             };
-            flush.borrow_mut().handle_prepared(token, result);
+            flush.borrow_mut().handle_prepared(token, result, &mut inner.outstanding.borrow_mut());
         }
         Request::FindReceipt { token, owner, operation_id } => {
             let result = match &ports.find_create_receipt {
@@ -174,7 +200,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 }
                 None => Ok(None),
             };
-            flush.borrow_mut().handle_found(token, result);
+            flush.borrow_mut().handle_found(token, result, &mut inner.outstanding.borrow_mut());
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use crate::notify::Notifier;
 use js_sys::{Function, Reflect};
 use outbox_core::metrics::Counters;
 use outbox_core::retry::Backoff;
-use outbox_core::{Draws, Millis, Tab};
+use outbox_core::{Draws, Millis, Outstanding, Tab};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -99,6 +99,9 @@ pub struct Inner {
     pub backoff: Backoff,
     pub concurrency: usize,
     pub counters: RefCell<Counters>,
+    /// What this tab's flushes have outstanding (SPEC §8: one attempt of a row, and one row
+    /// of a target, at a time in a tab, across overlapping flushes).
+    pub outstanding: RefCell<Outstanding>,
     pub notifier: Notifier,
     now: Option<Function>,
     random: Option<Function>,
@@ -116,6 +119,7 @@ impl Inner {
             backoff: opts.backoff,
             concurrency: opts.concurrency,
             counters: RefCell::new(Counters::default()),
+            outstanding: RefCell::new(Outstanding::new()),
             notifier,
             now: opts.now,
             random: opts.random,

@@ -124,7 +124,8 @@ impl Outbox {
             if let Some(c) = get("concurrency") {
                 opts.concurrency = c.max(1.0) as usize;
             }
-            let report = drive(&inner, Flush::new(opts), &ports).await?;
+            let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());
+            let report = drive(&inner, flush, &ports).await?;
             Ok(to_js(&report))
         })
     }

@@ -10,7 +10,7 @@ use super::FlushOptions;
 use crate::claim::plan_claim;
 use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{Row, Ticket};
+use crate::row::{Evidence, Row, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -31,16 +31,16 @@ impl Candidate {
     }
 }
 
-/// Claims of one batch: up to `want` rows, taken from `items` in order, skipping the ones
-/// another tab changed meanwhile (each one found stale here costs no transaction of its own).
+/// Claims of one batch: the rows of `items` (at most `want`, one per record), skipping the
+/// ones another tab changed meanwhile (each one found stale here costs no transaction of its
+/// own).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub(super) struct ClaimBatch {
     pub(super) want: usize,
     pub(super) items: Vec<Candidate>,
-    /// Candidates looked at but not needed: they go back to the front of the list.
-    pub(super) returned: Vec<Candidate>,
-    /// Rows claimed by the planned replace, with their tickets.
-    pub(super) planned: Vec<(Row, Ticket)>,
+    /// Rows claimed by the planned replace, with their tickets and their evidence before
+    /// the claim (restored if the claim is released unsent).
+    pub(super) planned: Vec<(Row, Ticket, Option<Evidence>)>,
     /// Rows changed since the round read them (another tab got there first).
     pub(super) stale: u64,
     /// Rows no longer claimable for another reason.
@@ -70,13 +70,8 @@ impl ClaimBatch {
     pub(super) fn plan(&mut self, opts: &FlushOptions, current: &[Value], now: Millis) -> Option<ReplacePlan> {
         let (mut stale, mut skipped) = (0, 0);
         let mut planned = Vec::new();
-        let mut returned = Vec::new();
         let mut plan = ReplacePlan::default();
         for c in &self.items {
-            if planned.len() == self.want {
-                returned.push(c.clone());
-                continue;
-            }
             let pred_now = c.successor_of.as_deref().and_then(|p| find(current, p));
             if find(current, &c.id) != Some(&c.raw) || pred_now != c.pred.as_ref() {
                 stale += 1;
@@ -94,12 +89,13 @@ impl ClaimBatch {
                         }
                     }
                     plan.puts.extend(cp.plan.puts);
-                    planned.push((cp.row, cp.ticket));
+                    let before = decode(&c.raw).ok().and_then(|r| r.evidence);
+                    planned.push((cp.row, cp.ticket, before));
                 }
                 Err(_) => skipped += 1,
             }
         }
-        (self.stale, self.skipped, self.planned, self.returned) = (stale, skipped, planned, returned);
+        (self.stale, self.skipped, self.planned) = (stale, skipped, planned);
         (!self.planned.is_empty()).then_some(plan)
     }
 }

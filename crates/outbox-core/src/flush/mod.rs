@@ -13,177 +13,113 @@
 //!      commit → [`Flush::handle_written`];
 //!    - [`Request::Send`] → app `send` → [`Flush::handle_sent`];
 //!    - [`Request::Prepare`] → app `prepareSuccessor` → [`Flush::handle_prepared`];
-//!    - [`Request::FindReceipt`] → app `findCreateReceipt` → [`Flush::handle_found`].
+//!    - [`Request::FindReceipt`] → app `findCreateReceipt` → [`Flush::handle_found`];
+//! 3. when it stops driving the flush — at its end, or because a request failed — it calls
+//!    [`Outstanding::end`] with [`Flush::id`].
+//!
+//! Every `handle_*` takes the tab's [`Outstanding`]: the records the tab's flushes are
+//! working on, shared by all of them (one tab never has two attempts of a row, or of a
+//! target, outstanding; see [`outstanding`]).
 //!
 //! Ports and sends are awaited between transactions, never inside one. Time and random
 //! draws come in as arguments.
+//!
+//! The flush's own states ([`Flush`] holds one `Phase`):
+//!
+//! ```text
+//!   new() ──▶ Reading ──rows──▶ Draining ──idle, something changed──▶ Reading (next round)
+//!                ▲                 │  │
+//!                └─ a claim found ─┘  └──idle, nothing changed──▶ done
+//!                   another tab's
+//!                   row (re-read)
+//!
+//!   Reading / Draining ──auth answer (§6) or maxRows sends (§8)──▶ Ending ──tasks end──▶ done
+//!   for_answer() ──▶ Answering ──tasks end──▶ done
+//! ```
+//!
+//! Each row on its way (claim → send → answer → intents converted) is a task; see `task.rs`.
 
 mod batch;
+pub mod outstanding;
 mod report;
+mod request;
 mod task;
 
+pub use outstanding::{FlushId, Outstanding};
 pub use report::{FlushReport, ReceiptReport};
+pub use request::{Draws, FlushOptions, Request, SendOp, Token};
 
 use crate::codec::Stored;
 use crate::intent::is_orphan_intent;
 use crate::intent::Prepared;
 use crate::outcome::Outcome;
-use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
-use crate::retry::Backoff;
+use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::row::{Row, Ticket};
 use crate::select::{blocked_index, select_sendable};
-use crate::tab::Tab;
 use crate::time::Millis;
 use batch::{Candidate, ClaimBatch};
-use serde::Serialize;
+use outstanding::Taken;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use task::{Task, Wait};
 
-/// Identifies one outstanding request of a flush.
-pub type Token = u64;
-
-/// Random inputs, drawn by the driver when the machine asks.
-pub trait Draws {
-    /// A draw in `[0, 1)` (backoff jitter, claim order).
-    fn unit(&mut self) -> f64;
-    /// A fresh operation id (UUID v4) for a conflict successor.
-    fn new_id(&mut self) -> String;
+/// Where a flush is (see the diagram in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The owner's queue is being read for a round; tasks of the round before may still run.
+    Reading {
+        /// The read's token.
+        token: Token,
+        /// Something changed in this round that may make more rows sendable.
+        progress: bool,
+    },
+    /// Claiming and sending the round's candidates.
+    Draining {
+        /// Something changed in this round that may make more rows sendable.
+        progress: bool,
+    },
+    /// No more claims; the tasks under way finish.
+    Ending(Ending),
+    /// One answer obtained by the app (`ack`): no rounds, no claims.
+    Answering,
 }
 
-/// The request `send(op)` receives (§15).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SendOp {
-    /// Operation id: the `Idempotency-Key`.
-    pub id: String,
-    /// create / update / delete.
-    pub kind: &'static str,
-    /// Record key.
-    pub target: String,
-    /// Body as stored.
-    pub body: Value,
-    /// Base revision (`null` when none).
-    pub revision: Value,
-    /// Request fingerprint.
-    pub fingerprint: String,
-    /// Attempt number, from 1.
-    pub attempt: u64,
-    /// Account (for the app's own checks; the transport uses the current session).
-    pub owner: String,
+/// Why a flush stopped claiming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// An auth answer ends the flush for its owner (§6); rows claimed but not sent yet are
+    /// released back to `queued`.
+    Auth,
+    /// `maxRows` sends were made (§8).
+    MaxRows,
 }
 
-impl SendOp {
-    fn of(row: &Row) -> SendOp {
-        SendOp {
-            id: row.id.clone(),
-            kind: row.kind.as_str(),
-            target: row.target.clone(),
-            body: row.body.clone(),
-            revision: row.revision.clone().unwrap_or(Value::Null),
-            fingerprint: row.fingerprint.clone(),
-            attempt: row.evidence.as_ref().map_or(1, |e| e.attempt_count),
-            owner: row.owner.clone(),
-        }
-    }
-}
-
-/// Something the machine needs its driver to do.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Request {
-    /// Read every stored row of `owner` (index `[owner, savedAt]`).
-    ReadOwner {
-        /// Hand the rows back with this token.
-        token: Token,
-        /// The owner.
-        owner: String,
-    },
-    /// One readwrite transaction over `scopes`, planned by [`Flush::plan`] inside it.
-    Write {
-        /// Token for `plan` and `handle_written`.
-        token: Token,
-        /// Scopes to read inside the transaction.
-        scopes: Vec<Scope>,
-    },
-    /// Send one attempt with the app's transport.
-    Send {
-        /// Token for `handle_sent`.
-        token: Token,
-        /// The request.
-        op: SendOp,
-    },
-    /// Ask the app's `prepareSuccessor` port.
-    Prepare {
-        /// Token for `handle_prepared`.
-        token: Token,
-        /// The intent row.
-        intent: Row,
-        /// The create row (`None` on the vanished-predecessor path).
-        predecessor: Option<Row>,
-        /// The create's receipt.
-        receipt: Value,
-    },
-    /// Ask the app's `findCreateReceipt` port.
-    FindReceipt {
-        /// Token for `handle_found`.
-        token: Token,
-        /// Account.
-        owner: String,
-        /// The vanished create's id.
-        operation_id: String,
-    },
-}
-
-/// Options of one flush.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FlushOptions {
-    /// The only owner whose rows are read, claimed and changed.
-    pub owner: String,
-    /// This tab.
-    pub tab: Tab,
-    /// Retry backoff.
-    pub backoff: Backoff,
-    /// Stop claiming after this many sends.
-    pub max_rows: Option<u64>,
-    /// Rows of different targets sent at once (at least 1).
-    pub concurrency: usize,
-    /// The app gave `prepareSuccessor`.
-    pub has_prepare: bool,
-    /// The app gave `findCreateReceipt`.
-    pub has_find: bool,
-}
-
-impl FlushOptions {
-    /// Defaults: no row limit, 4 concurrent sends, no ports.
-    #[must_use]
-    pub fn new(owner: impl Into<String>, tab: Tab) -> FlushOptions {
-        FlushOptions {
-            owner: owner.into(),
-            tab,
-            backoff: Backoff::default(),
-            max_rows: None,
-            concurrency: 4,
-            has_prepare: false,
-            has_find: false,
-        }
-    }
+/// What a flush remembers across its rounds, so that one flush never repeats itself.
+#[derive(Debug, Default)]
+struct Memory {
+    /// Rows this flush claimed (one attempt per row per flush).
+    attempted: HashSet<String>,
+    /// Orphan intents whose receipt this flush looked up (once per flush).
+    orphans_tried: HashSet<String>,
+    /// Conflict successors this flush wrote: one that conflicts again waits for the next
+    /// flush, so two writers racing on one record cannot loop.
+    conflict_born: HashSet<String>,
 }
 
 /// One flush of one owner's rows by one tab. See the module docs for the call order.
 #[derive(Debug)]
 pub struct Flush {
     opts: FlushOptions,
+    id: FlushId,
+    phase: Phase,
     requests: VecDeque<Request>,
     tasks: BTreeMap<Token, Task>,
     next_token: Token,
-    reading: Option<Token>,
+    /// The round's sendable rows not claimed yet, in claim order.
     candidates: VecDeque<Candidate>,
-    attempted: HashSet<String>,
-    orphans_tried: HashSet<String>,
-    busy_targets: HashMap<String, Token>,
-    conflict_born: HashSet<String>,
-    progress: bool,
-    stopped: bool,
-    standalone: bool,
+    /// Targets this flush holds in the tab's [`Outstanding`], with the task holding each.
+    held: HashMap<String, Token>,
+    memory: Memory,
     sends: u64,
     report: FlushReport,
 }
@@ -191,8 +127,8 @@ pub struct Flush {
 impl Flush {
     /// A flush that starts by reading the owner's rows.
     #[must_use]
-    pub fn new(opts: FlushOptions) -> Flush {
-        let mut f = Flush::empty(opts, false);
+    pub fn new(opts: FlushOptions, out: &mut Outstanding) -> Flush {
+        let mut f = Flush::empty(opts, out, Phase::Draining { progress: false });
         f.start_round();
         f
     }
@@ -200,33 +136,40 @@ impl Flush {
     /// Applies one answer the app obtained itself (`ack(owner, rowId, ticket, outcome)`):
     /// the same steps a flush takes after `send`, and nothing else.
     #[must_use]
-    pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome) -> Flush {
-        let mut f = Flush::empty(opts, true);
+    pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome, out: &mut Outstanding) -> Flush {
+        let mut f = Flush::empty(opts, out, Phase::Answering);
         let token = f.token();
-        f.busy_targets.insert(row.target.clone(), token);
-        f.tasks.insert(token, Task::Sending { row, ticket });
-        f.handle_sent(token, outcome);
+        f.tasks.insert(token, Task::Sending { row, ticket, before: None });
+        f.handle_sent(token, outcome, out);
         f
     }
 
-    fn empty(opts: FlushOptions, standalone: bool) -> Flush {
+    fn empty(opts: FlushOptions, out: &mut Outstanding, phase: Phase) -> Flush {
         Flush {
             opts,
+            id: out.begin(),
+            phase,
             requests: VecDeque::new(),
             tasks: BTreeMap::new(),
             next_token: 1,
-            reading: None,
             candidates: VecDeque::new(),
-            attempted: HashSet::new(),
-            orphans_tried: HashSet::new(),
-            busy_targets: HashMap::new(),
-            conflict_born: HashSet::new(),
-            progress: false,
-            stopped: false,
-            standalone,
+            held: HashMap::new(),
+            memory: Memory::default(),
             sends: 0,
             report: FlushReport::default(),
         }
+    }
+
+    /// This flush among the tab's flushes (for [`Outstanding::end`]).
+    #[must_use]
+    pub fn id(&self) -> FlushId {
+        self.id
+    }
+
+    /// The owner whose rows this flush sends.
+    #[must_use]
+    pub fn owner(&self) -> &str {
+        &self.opts.owner
     }
 
     fn token(&mut self) -> Token {
@@ -236,8 +179,7 @@ impl Flush {
 
     fn start_round(&mut self) {
         let token = self.token();
-        self.reading = Some(token);
-        self.progress = false;
+        self.phase = Phase::Reading { token, progress: false };
         self.requests.push_back(Request::ReadOwner { token, owner: self.opts.owner.clone() });
     }
 
@@ -249,7 +191,10 @@ impl Flush {
     /// True when nothing is outstanding and nothing more will be asked.
     #[must_use]
     pub fn is_done(&self) -> bool {
-        self.requests.is_empty() && self.tasks.is_empty() && self.reading.is_none() && self.candidates.is_empty()
+        self.requests.is_empty()
+            && self.tasks.is_empty()
+            && self.candidates.is_empty()
+            && !matches!(self.phase, Phase::Reading { .. })
     }
 
     /// What the flush did so far.
@@ -260,11 +205,19 @@ impl Flush {
 
     /// The owner's rows, read for a round: select what is sendable now (§8) and the orphan
     /// intents (§7), then start claiming.
-    pub fn handle_rows(&mut self, token: Token, rows: &[Value], now: Millis, draws: &mut dyn Draws) {
-        if self.reading != Some(token) {
+    pub fn handle_rows(
+        &mut self,
+        token: Token,
+        rows: &[Value],
+        now: Millis,
+        draws: &mut dyn Draws,
+        out: &mut Outstanding,
+    ) {
+        let Phase::Reading { token: reading, progress } = self.phase else { return };
+        if reading != token {
             return;
         }
-        self.reading = None;
+        self.phase = Phase::Draining { progress };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
         let (stored, raws): (Vec<Stored>, Vec<&Value>) = rows
@@ -278,7 +231,7 @@ impl Flush {
         let tab = &self.opts.tab;
         let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
             .into_iter()
-            .filter(|r| !self.attempted.contains(&r.id))
+            .filter(|r| !self.memory.attempted.contains(&r.id))
             .filter_map(|r| {
                 let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
                 Candidate::new(by_id[r.id.as_str()].clone(), pred)
@@ -297,20 +250,20 @@ impl Flush {
             .filter_map(Stored::row)
             .filter(|r| {
                 let pred = r.successor_of.as_deref().is_some_and(|p| exists.contains_key(p));
-                is_orphan_intent(r, pred) && !self.orphans_tried.contains(&r.id)
+                is_orphan_intent(r, pred) && !self.memory.orphans_tried.contains(&r.id)
             })
             .map(|r| by_id[r.id.as_str()].clone())
             .collect();
         for raw in orphans {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
-            self.orphans_tried.insert(id);
+            self.memory.orphans_tried.insert(id);
             let token = self.token();
             let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
             let task = Task::orphan(raw, intent, &self.opts);
             self.emit(token, &task);
             self.tasks.insert(token, task);
         }
-        self.pump();
+        self.pump(out);
     }
 
     /// Plans the write of request `token` inside its transaction. `current` are the rows of
@@ -321,13 +274,15 @@ impl Flush {
     }
 
     /// The result of a [`Request::Write`]: `None` when [`Flush::plan`] planned nothing.
-    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>) {
+    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
         let stale_before = self.report.stale;
-        let next = task.written(result, &mut self.report, &mut self.conflict_born);
-        if self.report.stale > stale_before && self.reading.is_none() && !self.standalone {
+        // §6: after an auth answer, rows whose claim commits now are not sent.
+        let may_send = self.phase != Phase::Ending(Ending::Auth);
+        let next = task.written(result, &mut self.report, &mut self.memory.conflict_born, may_send);
+        if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
             // Another tab is claiming from the same queue: the list read for this round is
             // out of date. Read the queue again now (rows it claimed are in flight there and
             // drop out) and go on from a new random place, instead of meeting its rows one
@@ -335,69 +290,85 @@ impl Flush {
             self.candidates.clear();
             self.start_round();
         }
-        self.after(token, next);
+        self.after(token, next, out);
     }
 
     /// The app's transport answered (or threw, mapped by the driver to a transient outcome).
-    pub fn handle_sent(&mut self, token: Token, outcome: Outcome) {
+    pub fn handle_sent(&mut self, token: Token, outcome: Outcome, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
         self.report.counters.record(&outcome);
-        if matches!(outcome, Outcome::Auth) {
-            // §6: an auth answer ends the flush for this owner.
-            self.stopped = true;
-            self.candidates.clear();
+        if matches!(outcome, Outcome::Auth) && self.phase != Phase::Answering {
+            self.end_for_auth();
         }
         let next = task.sent(outcome);
-        self.after(token, next);
+        self.after(token, next, out);
+    }
+
+    /// §6: an auth answer ends the flush for this owner: nothing more is claimed, and rows
+    /// whose claim is being written are released when it commits (see `handle_written`).
+    /// Sends already made are answered as usual.
+    fn end_for_auth(&mut self) {
+        self.phase = Phase::Ending(Ending::Auth);
+        self.candidates.clear();
     }
 
     /// `prepareSuccessor` answered (`Err` when it threw or returned something unusable).
-    pub fn handle_prepared(&mut self, token: Token, prepared: Result<Prepared, String>) {
+    pub fn handle_prepared(&mut self, token: Token, prepared: Result<Prepared, String>, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
         let next = task.prepared(prepared);
-        self.after(token, next);
+        self.after(token, next, out);
     }
 
     /// `findCreateReceipt` answered (`Err` when it threw: the row is left unchanged).
-    pub fn handle_found(&mut self, token: Token, found: Result<Option<Value>, String>) {
+    pub fn handle_found(&mut self, token: Token, found: Result<Option<Value>, String>, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
         let next = task.found(found, &self.opts);
-        self.after(token, next);
+        self.after(token, next, out);
     }
 
-    fn after(&mut self, token: Token, next: Wait) {
+    fn after(&mut self, token: Token, next: Wait, out: &mut Outstanding) {
         match next {
             Wait::Done { progress } => {
-                self.progress |= progress;
-                self.busy_targets.retain(|_, t| *t != token);
+                if let Phase::Reading { progress: p, .. } | Phase::Draining { progress: p } = &mut self.phase {
+                    *p |= progress;
+                }
+                self.free(token, out);
             }
             Wait::On(task) => {
                 self.emit(token, &task);
                 self.tasks.insert(token, task);
             }
-            Wait::Spawn(tasks, returned) => {
-                self.busy_targets.retain(|_, t| *t != token);
-                for c in returned.into_iter().rev() {
-                    self.attempted.remove(&c.id);
-                    self.candidates.push_front(c);
-                }
+            Wait::Spawn(tasks) => {
                 for task in tasks {
                     let t = self.token();
-                    if let Task::Sending { row, .. } = &task {
-                        self.busy_targets.insert(row.target.clone(), t);
+                    for target in task.targets() {
+                        self.held.insert(target, t);
                     }
                     self.emit(t, &task);
                     self.tasks.insert(t, task);
                 }
+                self.free(token, out);
             }
         }
-        self.pump();
+        self.pump(out);
+    }
+
+    /// Frees the records task `token` held, here and in the tab's [`Outstanding`].
+    fn free(&mut self, token: Token, out: &mut Outstanding) {
+        let owner = &self.opts.owner;
+        let id = self.id;
+        self.held.retain(|target, t| {
+            if *t == token {
+                out.release(id, owner, target);
+            }
+            *t != token
+        });
     }
 
     fn emit(&mut self, token: Token, task: &Task) {
@@ -414,7 +385,25 @@ impl Flush {
     }
 
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
-    fn pump(&mut self) {
+    fn pump(&mut self, out: &mut Outstanding) {
+        if let Phase::Draining { .. } = self.phase {
+            self.claim_batch(out);
+            if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
+                self.phase = Phase::Ending(Ending::MaxRows);
+            }
+        }
+        if matches!(self.phase, Phase::Ending(_)) {
+            self.candidates.clear();
+        }
+        let idle = self.tasks.is_empty() && self.candidates.is_empty() && self.requests.is_empty();
+        if idle && self.phase == (Phase::Draining { progress: true }) {
+            self.start_round();
+        }
+    }
+
+    /// Takes candidates into one claim batch, as many as there are free slots (§8 limit) and
+    /// sends left (`maxRows`), one per record.
+    fn claim_batch(&mut self, out: &mut Outstanding) {
         let limit = self.opts.concurrency.max(1);
         let room = limit.saturating_sub(self.used_slots());
         let allowed = self
@@ -425,43 +414,33 @@ impl Flush {
         // transaction claims several rows.
         let busy = self.used_slots() > 0;
         let want = if busy && room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
-        let look = want;
+        let token = self.token();
         let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
         let mut postponed = false;
-        let mut targets: Vec<String> = Vec::new();
-        while want > 0 && batch.items.len() < look && !self.stopped {
+        while batch.items.len() < want {
             let Some(c) = self.candidates.pop_front() else { break };
-            if self.busy_targets.contains_key(&c.target) || targets.contains(&c.target) {
-                postponed = true; // §8: one target strictly one after another; next round
-                continue;
+            match out.reserve(self.id, &self.opts.owner, &c.target) {
+                Ok(()) => {
+                    self.held.insert(c.target.clone(), token);
+                    self.memory.attempted.insert(c.id.clone());
+                    batch.items.push(c);
+                }
+                // §8: rows of one target strictly one after another: this one waits for
+                // the next round.
+                Err(Taken::ByThisFlush) => postponed = true,
+                // The record is on its way in another flush of this tab (maybe a send
+                // that outlived its lease): that flush goes on with it.
+                Err(Taken::ByOtherFlush) => self.report.skipped += 1,
             }
-            self.attempted.insert(c.id.clone());
-            targets.push(c.target.clone());
-            batch.items.push(c);
         }
         if !batch.items.is_empty() {
-            let token = self.token();
-            for t in targets {
-                self.busy_targets.insert(t, token);
-            }
             let task = Task::Claim(batch);
             self.emit(token, &task);
             self.tasks.insert(token, task);
         }
-        if postponed {
-            self.progress = true;
+        if let (true, Phase::Draining { progress }) = (postponed, &mut self.phase) {
+            *progress = true;
         }
-        if self.stopped || self.at_max() {
-            self.candidates.clear();
-        }
-        let idle = self.tasks.is_empty() && self.candidates.is_empty() && self.reading.is_none();
-        if idle && self.requests.is_empty() && self.progress && !self.stopped && !self.standalone && !self.at_max() {
-            self.start_round();
-        }
-    }
-
-    fn at_max(&self) -> bool {
-        self.opts.max_rows.is_some_and(|m| self.sends + self.claims_in_progress() >= m)
     }
 
     fn claims_in_progress(&self) -> u64 {

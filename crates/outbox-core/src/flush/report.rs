@@ -24,8 +24,11 @@ pub struct ReceiptReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FlushReport {
-    /// Rows claimed (and so sent).
+    /// Rows claimed and sent.
     pub claimed: u64,
+    /// Rows claimed but not sent, handed back to `queued` (an auth answer ended the flush
+    /// while their claim was being written, §6).
+    pub released: u64,
     /// Rows deleted after a success.
     pub succeeded: u64,
     /// Rows deferred by a transient failure.

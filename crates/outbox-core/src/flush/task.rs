@@ -1,7 +1,7 @@
 //! One row's way through a flush: claim → send → answer (→ convert intents) → done, and the
 //! vanished-predecessor path of an orphan intent.
 
-use super::batch::{Candidate, ClaimBatch};
+use super::batch::ClaimBatch;
 use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
 use crate::intent::{
@@ -9,13 +9,19 @@ use crate::intent::{
 };
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
-use crate::row::{Row, Ticket};
+use crate::release::{plan_release, release_scopes, Unsent};
+use crate::row::{Evidence, Row, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 use std::collections::{HashSet, VecDeque};
 
-/// How many times an answer is re-planned (stale write, or intents appearing meanwhile).
-const MAX_PASSES: u8 = 4;
+/// How many times one answer is planned again before the flush gives up on it. An answer is
+/// planned again when its write found the scope changed (another tab wrote between the
+/// read and the write) or when a success finds intents still to convert (another tab
+/// queued one meanwhile). Each pass makes progress unless another tab keeps writing the
+/// same record; the bound keeps a flush from chasing it forever. Giving up is safe: the
+/// row keeps its claim, is resent after the lease and the server replays the receipt.
+const ANSWER_PASSES: u8 = 4;
 
 /// What to do with an intent once the port answered.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,8 +48,11 @@ pub(super) struct Answer {
 pub(super) enum Task {
     /// Claim sendable rows (each expected as read in the round).
     Claim(ClaimBatch),
-    /// Claimed: send it.
-    Sending { row: Row, ticket: Ticket },
+    /// Claimed: send it. `before` is the row's evidence before the claim (restored if the
+    /// row is released unsent).
+    Sending { row: Row, ticket: Ticket, before: Option<Evidence> },
+    /// Claimed but not to be sent (§6 auth ended the flush): hand the claims back.
+    Release(Vec<Unsent>),
     /// Apply the answer (§6, §9).
     Answer(Answer),
     /// Convert the create's intents before its ACK-delete (§7).
@@ -62,9 +71,8 @@ pub(super) enum OrphanStep {
 /// What a task waits for next.
 pub(super) enum Wait {
     On(Task),
-    /// The task became several (a claimed batch: one send each); the candidates it did
-    /// not need go back to the list.
-    Spawn(Vec<Task>, Vec<Candidate>),
+    /// The task became several (a claimed batch: one send each, or one release).
+    Spawn(Vec<Task>),
     Done {
         progress: bool,
     },
@@ -86,8 +94,17 @@ impl Task {
     pub(super) fn slots(&self) -> usize {
         match self {
             Task::Claim(batch) => batch.want,
-            Task::Orphan { .. } => 0,
+            Task::Orphan { .. } | Task::Release(_) => 0,
             _ => 1,
+        }
+    }
+
+    /// The targets a task made from a claim holds.
+    pub(super) fn targets(&self) -> Vec<String> {
+        match self {
+            Task::Sending { row, .. } => vec![row.target.clone()],
+            Task::Release(rows) => rows.iter().map(|u| u.target.clone()).collect(),
+            _ => vec![],
         }
     }
 
@@ -95,6 +112,7 @@ impl Task {
         let write = |scopes| Some(Request::Write { token, scopes });
         match self {
             Task::Claim(batch) => write(batch.scopes()),
+            Task::Release(rows) => write(release_scopes(rows)),
             Task::Sending { row, .. } => Some(Request::Send { token, op: SendOp::of(row) }),
             Task::Answer(a) => write(ack_scopes(&a.row)),
             Task::Convert { answer, intent, action, .. } => match action {
@@ -132,6 +150,7 @@ impl Task {
     ) -> Option<ReplacePlan> {
         match self {
             Task::Claim(batch) => batch.plan(opts, current, now),
+            Task::Release(rows) => plan_release(rows, current, now),
             Task::Sending { .. } => None,
             Task::Answer(a) => {
                 let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
@@ -159,25 +178,36 @@ impl Task {
         result: Option<ReplaceOutcome>,
         report: &mut FlushReport,
         conflict_born: &mut HashSet<String>,
+        may_send: bool,
     ) -> Wait {
         let committed = result == Some(ReplaceOutcome::Committed);
         match self {
             Task::Claim(batch) => {
                 report.stale += batch.stale;
                 report.skipped += batch.skipped;
-                let sends = match result {
-                    Some(ReplaceOutcome::Committed) => {
-                        report.claimed += batch.planned.len() as u64;
-                        batch.planned.into_iter().map(|(row, ticket)| Task::Sending { row, ticket }).collect()
-                    }
+                let claimed = match result {
+                    Some(ReplaceOutcome::Committed) => batch.planned,
                     Some(ReplaceOutcome::Stale) => {
                         report.stale += batch.planned.len() as u64;
                         vec![]
                     }
-                    None if batch.items.is_empty() => return DONE,
                     None => vec![],
                 };
-                Wait::Spawn(sends, batch.returned)
+                if !may_send && !claimed.is_empty() {
+                    let unsent =
+                        claimed.iter().map(|(row, ticket, before)| Unsent::of(row, ticket.clone(), before.clone()));
+                    return Wait::Spawn(vec![Task::Release(unsent.collect())]);
+                }
+                report.claimed += claimed.len() as u64;
+                Wait::Spawn(
+                    claimed.into_iter().map(|(row, ticket, before)| Task::Sending { row, ticket, before }).collect(),
+                )
+            }
+            Task::Release(rows) => {
+                if committed {
+                    report.released += rows.len() as u64;
+                }
+                DONE
             }
             Task::Sending { .. } => DONE,
             Task::Answer(a) => answered(a, result, report, conflict_born),
@@ -210,7 +240,7 @@ impl Task {
 
     pub(super) fn sent(self, outcome: Outcome) -> Wait {
         match self {
-            Task::Sending { row, ticket } => {
+            Task::Sending { row, ticket, .. } => {
                 Wait::On(Task::Answer(Answer { row, ticket, outcome, passes: 0, decided: None }))
             }
             _ => DONE,
@@ -322,11 +352,11 @@ fn answered(
             };
             Wait::Done { progress }
         }
-        (Some(AckDecision::ConvertFirst(intents)), _) if a.passes < MAX_PASSES => {
+        (Some(AckDecision::ConvertFirst(intents)), _) if a.passes < ANSWER_PASSES => {
             a.passes += 1;
             next_intent(a, intents.into())
         }
-        (Some(AckDecision::Apply { .. }), Some(ReplaceOutcome::Stale)) if a.passes < MAX_PASSES => {
+        (Some(AckDecision::Apply { .. }), Some(ReplaceOutcome::Stale)) if a.passes < ANSWER_PASSES => {
             a.passes += 1;
             Wait::On(Task::Answer(a))
         }

@@ -9,7 +9,8 @@ use outbox_core::input::NewOperation;
 use outbox_core::intent::Prepared;
 use outbox_core::memstore::MemStore;
 use outbox_core::{
-    decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, ReplaceOutcome, Request, Row, Tab, Token,
+    decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, Outstanding, ReplaceOutcome, Request, Row, Tab,
+    Token,
 };
 use serde_json::{json, Value};
 pub use server::Server;
@@ -61,6 +62,9 @@ pub struct World {
     pub server: Server,
     pub tabs: Vec<SimTab>,
     pub ids: u64,
+    /// Each tab's in-memory record of what its flushes have outstanding, by tab id (two
+    /// sim tabs given one tab id are two flushes of one tab and share it).
+    pub outstanding: HashMap<String, Outstanding>,
 }
 
 pub const LEASE: i64 = 10_000;
@@ -81,7 +85,7 @@ impl World {
                 tickets: HashMap::new(),
             })
             .collect();
-        World { store: MemStore::new(), server: Server::default(), tabs, ids: 0 }
+        World { store: MemStore::new(), server: Server::default(), tabs, ids: 0, outstanding: HashMap::new() }
     }
 
     pub fn advance(&mut self, tab: usize, ms: i64) {
@@ -131,7 +135,8 @@ impl World {
         opts.has_prepare = t.ports.prepare;
         opts.has_find = t.ports.find;
         edit(&mut opts);
-        t.flush = Some(Flush::new(opts));
+        let out = self.outstanding.entry(t.tab.tab_id.clone()).or_default();
+        t.flush = Some(Flush::new(opts, out));
         t.inbox.clear();
         self.collect(tab);
     }
@@ -145,9 +150,25 @@ impl World {
             }
             if f.is_done() && t.inbox.is_empty() && t.air.is_empty() {
                 t.reports.push(f.report().clone());
+                if let Some(out) = self.outstanding.get_mut(&t.tab.tab_id) {
+                    out.end(f.id());
+                }
                 t.flush = None;
             }
         }
+    }
+
+    /// Calls `f` with the tab's flush and the tab's record of what it has outstanding (for
+    /// tests that hand a result to the flush by hand).
+    pub fn with_flush<R>(&mut self, tab: usize, f: impl FnOnce(&mut Flush, &mut Outstanding) -> R) -> R {
+        let t = &mut self.tabs[tab];
+        let out = self.outstanding.entry(t.tab.tab_id.clone()).or_default();
+        f(t.flush.as_mut().expect("a flush is running"), out)
+    }
+
+    /// The tab's record of what its flushes have outstanding.
+    pub fn outstanding(&mut self, tab: usize) -> &mut Outstanding {
+        self.outstanding.entry(self.tabs[tab].tab.tab_id.clone()).or_default()
     }
 
     pub fn flushing(&self, tab: usize) -> bool {
@@ -173,15 +194,16 @@ impl World {
             return;
         };
         let now = t.now;
+        let out = self.outstanding.entry(t.tab.tab_id.clone()).or_default();
         match req {
             Request::ReadOwner { token, owner } => {
                 let rows = self.store.read_owner(&owner);
-                flush.handle_rows(token, &rows, now, &mut t.draws);
+                flush.handle_rows(token, &rows, now, &mut t.draws, out);
             }
             Request::Write { token, scopes } => {
                 let draws = &mut t.draws;
                 let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
-                flush.handle_written(token, r);
+                flush.handle_written(token, r, out);
             }
             Request::Send { token, op } => {
                 if let Some(claim) = self.store.get(&op.id).and_then(|v| v.get("claim")) {
@@ -192,11 +214,11 @@ impl World {
             }
             Request::Prepare { token, intent, receipt, .. } => {
                 let p = prepare(&intent, &receipt);
-                flush.handle_prepared(token, p);
+                flush.handle_prepared(token, p, out);
             }
             Request::FindReceipt { token, operation_id, .. } => {
                 let r = Ok(self.server.receipt_of(&operation_id));
-                flush.handle_found(token, r);
+                flush.handle_found(token, r, out);
             }
         }
         self.collect(tab);
@@ -205,16 +227,20 @@ impl World {
     /// Delivers the answer of send `idx` in the air.
     pub fn deliver(&mut self, tab: usize, idx: usize) {
         let t = &mut self.tabs[tab];
-        let (token, out) = t.air.remove(idx);
+        let (token, outcome) = t.air.remove(idx);
         if let Some(f) = t.flush.as_mut() {
-            f.handle_sent(token, out);
+            f.handle_sent(token, outcome, self.outstanding.entry(t.tab.tab_id.clone()).or_default());
         }
         self.collect(tab);
     }
 
-    /// The tab dies: its flush, pending requests and answers in the air are gone.
+    /// The tab dies: its flush, pending requests and answers in the air are gone (and with
+    /// them what it held in the tab's memory).
     pub fn kill(&mut self, tab: usize) {
         let t = &mut self.tabs[tab];
+        if let (Some(f), Some(out)) = (t.flush.as_ref(), self.outstanding.get_mut(&t.tab.tab_id)) {
+            out.end(f.id());
+        }
         t.flush = None;
         t.inbox.clear();
         t.air.clear();

@@ -1,0 +1,122 @@
+//! What one tab has outstanding across all of its flushes (SPEC §8).
+//!
+//! A claim's lease protects a row from *other* tabs. Inside one tab it is not enough: two
+//! `flush` calls may overlap, and a send may outlive its lease, after which the row is
+//! claimable again — by the same tab too. So a tab keeps, in memory, the records it is
+//! working on: a flush reserves a record (`[owner, target]`) before it claims a row of it
+//! and frees it when that row's answer is applied. While a record is reserved, no other
+//! flush of the tab claims any of its rows. That gives both rules of §8 inside a tab:
+//!
+//! - a tab never has two attempts of one row outstanding (a row's target is fixed while it
+//!   is sendable), even when the send outlives the lease;
+//! - rows of one target are sent strictly one after another, also when they do not name
+//!   each other in `successorOf` (rows of an older writer, or left by a crash).
+//!
+//! The lease still lets other tabs take over a tab that died or froze: this record lives
+//! only as long as the tab's memory.
+
+use std::collections::HashMap;
+
+/// Identifies one flush among the flushes of a tab.
+pub type FlushId = u64;
+
+/// The records a tab's flushes are working on. One per tab, shared by all of its flushes;
+/// the driver passes it to every `handle_*` call of [`super::Flush`].
+#[derive(Clone, Debug, Default)]
+pub struct Outstanding {
+    next: FlushId,
+    held: HashMap<(String, String), FlushId>,
+}
+
+/// Why a record could not be reserved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Taken {
+    /// This flush holds it already (a row of the target is on its way).
+    ByThisFlush,
+    /// Another flush of this tab holds it.
+    ByOtherFlush,
+}
+
+impl Outstanding {
+    /// Nothing outstanding.
+    #[must_use]
+    pub fn new() -> Outstanding {
+        Outstanding::default()
+    }
+
+    /// A fresh id for a flush that starts.
+    pub(super) fn begin(&mut self) -> FlushId {
+        self.next += 1;
+        self.next
+    }
+
+    /// Reserves `(owner, target)` for `flush`.
+    pub(super) fn reserve(&mut self, flush: FlushId, owner: &str, target: &str) -> Result<(), Taken> {
+        let key = (owner.to_owned(), target.to_owned());
+        match self.held.get(&key) {
+            Some(f) if *f == flush => Err(Taken::ByThisFlush),
+            Some(_) => Err(Taken::ByOtherFlush),
+            None => {
+                self.held.insert(key, flush);
+                Ok(())
+            }
+        }
+    }
+
+    /// Frees `(owner, target)` if `flush` holds it.
+    pub(super) fn release(&mut self, flush: FlushId, owner: &str, target: &str) {
+        let key = (owner.to_owned(), target.to_owned());
+        if self.held.get(&key) == Some(&flush) {
+            self.held.remove(&key);
+        }
+    }
+
+    /// Frees everything `flush` still holds. The driver calls it when it stops driving a
+    /// flush, whether it ended or failed (a storage error, a killed driver): its sends are
+    /// abandoned and their rows are taken over after the lease, by any tab.
+    pub fn end(&mut self, flush: FlushId) {
+        self.held.retain(|_, f| *f != flush);
+    }
+
+    /// Whether `(owner, target)` is reserved by some flush of this tab.
+    #[must_use]
+    pub fn holds(&self, owner: &str, target: &str) -> bool {
+        self.held.contains_key(&(owner.to_owned(), target.to_owned()))
+    }
+
+    /// Number of records reserved.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// True when no flush of the tab holds anything.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_held_by_one_flush_at_a_time() {
+        let mut out = Outstanding::new();
+        let (a, b) = (out.begin(), out.begin());
+        assert_ne!(a, b);
+        assert_eq!(out.reserve(a, "alice", "w:1"), Ok(()));
+        assert_eq!(out.reserve(a, "alice", "w:1"), Err(Taken::ByThisFlush));
+        assert_eq!(out.reserve(b, "alice", "w:1"), Err(Taken::ByOtherFlush));
+        // Another owner's record of the same name is another record (§11).
+        assert_eq!(out.reserve(b, "bob", "w:1"), Ok(()));
+        out.release(b, "alice", "w:1"); // not b's: nothing happens
+        assert!(out.holds("alice", "w:1"));
+        out.release(a, "alice", "w:1");
+        assert!(!out.holds("alice", "w:1"));
+        assert_eq!(out.len(), 1);
+        out.end(b);
+        assert!(out.is_empty());
+    }
+}
