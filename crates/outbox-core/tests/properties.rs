@@ -1,6 +1,9 @@
 //! Property tests: random interleavings of three tabs (enqueues, flushes stepped request by
-//! request, answers of every class, lost and late answers, lease expiries, tabs dying
-//! mid-flight), with the contract's invariants checked after every step.
+//! request, answers of every class, lost and late answers, lease expiries, sends that
+//! outlive their lease, tabs dying mid-flight, auth answers while a claim batch is being
+//! written, two overlapping flushes in one tab, rows of one target without `successorOf`
+//! as an older writer leaves them, number and string revisions), with the contract's
+//! invariants checked after every step.
 //!
 //! Cases: `PROPTEST_CASES` (default 3000 here).
 
@@ -15,11 +18,24 @@ use sim::*;
 use std::collections::{HashMap, HashSet};
 
 const OWNERS: [&str; 2] = ["alice", "bob"];
-const TABS: usize = 3;
+/// Sim tabs: 0, 1 and 2 are three tabs; 3 is a second flush of tab 0 (same tab id, same
+/// clock), so that two flushes of one tab overlap.
+const TABS: usize = 4;
+const TWIN: (usize, usize) = (0, 3);
+
+/// The sim tabs that are one real tab with `tab`.
+fn same_tab(tab: usize) -> Vec<usize> {
+    match tab {
+        t if t == TWIN.0 || t == TWIN.1 => vec![TWIN.0, TWIN.1],
+        t => vec![t],
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Act {
     Enqueue { tab: usize, owner: usize, target: usize, kind: u8, with_revision: bool },
+    /// Rows an older writer left: no `successorOf`, maybe one it is sending right now.
+    SeedOlder { tab: usize, owner: usize, target: usize, sending: bool },
     Flush { tab: usize, owner: usize },
     Step { tab: usize, pick: usize, answer: u8 },
     Deliver { tab: usize, pick: usize },
@@ -40,6 +56,8 @@ fn act() -> impl Strategy<Value = Act> {
             .prop_map(|(tab, ms)| Act::Advance { tab, ms }),
         1 => tab.clone().prop_map(|tab| Act::Kill { tab }),
         1 => (0..2usize).prop_map(|owner| Act::ResumeHeld { owner }),
+        1 => (tab.clone(), 0..2usize, 0..3usize, any::<bool>())
+            .prop_map(|(tab, owner, target, sending)| Act::SeedOlder { tab, owner, target, sending }),
     ]
 }
 
@@ -97,11 +115,15 @@ impl Ledger {
 
 fn check_invariants(w: &World, l: &mut Ledger) -> Result<(), TestCaseError> {
     for v in w.store.all() {
-        if let Some(f) = v.pointer("/claim/fence").and_then(Value::as_u64) {
-            let id = v["id"].as_str().unwrap().to_owned();
-            let seen = l.fences.entry(id.clone()).or_insert(0);
-            prop_assert!(f >= *seen, "fence of {id} went down from {seen} to {f}");
-            *seen = f;
+        let id = v["id"].as_str().unwrap().to_owned();
+        match v.pointer("/claim/fence").and_then(Value::as_u64) {
+            Some(f) => {
+                let seen = l.fences.entry(id.clone()).or_insert(0);
+                prop_assert!(f >= *seen, "fence of {id} went down from {seen} to {f}");
+                *seen = f;
+            }
+            // §6: the fence is expired, never removed, while the row lives.
+            None => prop_assert!(!l.fences.contains_key(&id), "the claim of {id} was removed"),
         }
     }
     l.note_conflict_successors(w);
@@ -118,6 +140,7 @@ fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
 /// `portless`: the last tab's app gives neither `prepareSuccessor` nor `findCreateReceipt`.
 fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     let mut w = World::new(TABS);
+    w.tabs[TWIN.1].tab = w.tabs[TWIN.0].tab.clone();
     if portless {
         w.tabs[TABS - 1].ports = Ports { prepare: false, find: false };
     }
@@ -126,6 +149,9 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     }
     let mut l = Ledger::default();
     let mut flush_owner: Vec<Option<String>> = vec![None; TABS];
+    // Per sim tab, the sends in the air (same order as its `air`): (owner, target).
+    let mut in_air: Vec<Vec<(String, String)>> = vec![vec![]; TABS];
+    let mut older = 0;
     let mut reports_seen = [0usize; TABS];
     for a in acts {
         match a {
@@ -146,7 +172,8 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                             delete(owner_s, &tgt)
                         };
                         if with_revision {
-                            op["revision"] = json!(1);
+                            // A number, or an opaque string (an ETag) the server compares as text.
+                            op["revision"] = if t % 2 == 0 { json!(1) } else { json!(1) };
                         }
                         op
                     }
@@ -206,6 +233,18 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                     }
                     Request::Send { op, .. } => {
                         prop_assert!(op.owner == me, "sent another owner's row");
+                        // §8: one tab never has two attempts of a row, or two rows of a
+                        // target, outstanding — across its overlapping flushes too.
+                        for u in same_tab(tab) {
+                            prop_assert!(
+                                !in_air[u].contains(&(op.owner.clone(), op.target.clone())),
+                                "{} sent {} while a send of {} was outstanding in the same tab",
+                                w.tabs[tab].tab.tab_id,
+                                op.id,
+                                op.target
+                            );
+                        }
+                        in_air[tab].push((op.owner.clone(), op.target.clone()));
                         prop_assert!(!op.target.starts_with("pending:") || op.kind == "create", "an intent was sent");
                         // The row may be gone or re-claimed meanwhile (this send was delayed);
                         // while the claim is still this tab's, its predecessor must be gone.
@@ -215,6 +254,8 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                             check_invariants(&w, &mut l)?;
                             continue;
                         };
+                        // The revision is sent exactly as stored (a number or a string).
+                        prop_assert_eq!(&op.revision, row.revision.as_ref().unwrap_or(&Value::Null));
                         if row.claim.as_ref().unwrap().tab_id == w.tabs[tab].tab.tab_id {
                             if let Some(p) = &row.successor_of {
                                 let pred_blocked = w.row(p).map(|r| r.state == RowState::Blocked);
@@ -242,6 +283,17 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                 for v in w.store.all() {
                     let id = v["id"].as_str().unwrap_or("");
                     if let (Some((Some(old), old_raw)), Some(new)) = (fences_before.get(id), v.get("claim")) {
+                        // A new claim (the row sent again: a new `sentAt`) always has a greater
+                        // fence than every earlier claim of the row.
+                        let claimed_now = v["state"] == "sending" && v.get("sentAt") != old_raw.get("sentAt");
+                        if claimed_now {
+                            prop_assert!(
+                                new["fence"].as_u64() > old["fence"].as_u64(),
+                                "{id} claimed again with fence {} after fence {}",
+                                new["fence"],
+                                old["fence"]
+                            );
+                        }
                         if old["fence"] != new["fence"] {
                             let old_row = decode(old_raw).unwrap();
                             prop_assert!(
@@ -255,11 +307,34 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
             Act::Deliver { tab, pick } => {
                 let n = w.tabs[tab].air.len();
                 if n > 0 {
+                    in_air[tab].remove(pick % n);
                     w.deliver(tab, pick % n);
                 }
             }
-            Act::Advance { tab, ms } => w.advance(tab, ms),
-            Act::Kill { tab } => w.kill(tab),
+            Act::Advance { tab, ms } => {
+                for t in same_tab(tab) {
+                    w.advance(t, ms);
+                }
+            }
+            Act::Kill { tab } => {
+                for t in same_tab(tab) {
+                    w.kill(t);
+                    in_air[t].clear();
+                }
+            }
+            Act::SeedOlder { tab, owner, target, sending } => {
+                older += 1;
+                let id = format!("old-{older}");
+                let now = w.tabs[tab].now.0;
+                let mut raw = json!({"id": id, "owner": OWNERS[owner], "target": format!("w:{target}"),
+                                     "kind": "update", "body": {"old": older}, "savedAt": now, "state": "queued"});
+                if sending {
+                    raw["state"] = json!("sending");
+                    raw["sentAt"] = json!(now);
+                }
+                w.store.seed(raw);
+                l.ops.push(id);
+            }
             Act::ResumeHeld { owner } => {
                 let rows = w.store.read_owner(OWNERS[owner]);
                 if let Some((plan, _)) = outbox_core::admin::plan_resume_held(OWNERS[owner], &rows) {

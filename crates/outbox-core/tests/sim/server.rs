@@ -61,10 +61,16 @@ impl Server {
                 let Some(rec) = self.records.get_mut(&op.target).filter(|r| !r.deleted) else {
                     return Outcome::Permanent { code: "NOT_FOUND".into() };
                 };
-                if let Some(base) = op.revision.as_i64() {
-                    if base != rec.revision {
+                // A base revision is a number or an opaque string (an ETag): the conflict
+                // answer carries the actual revision in the same form.
+                match &op.revision {
+                    Value::Number(n) if n.as_i64() != Some(rec.revision) => {
                         return Outcome::Conflict { actual_revision: json!(rec.revision) };
                     }
+                    Value::String(s) if *s != rec.revision.to_string() => {
+                        return Outcome::Conflict { actual_revision: json!(rec.revision.to_string()) };
+                    }
+                    _ => {}
                 }
                 rec.revision += 1;
                 if op.kind == "delete" {
