@@ -1,4 +1,6 @@
-//! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match.
+//! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match
+//! (SPEC §15: `INVALID_ARGUMENT`, `STORAGE`, `CLOSED`, and `QUOTA` for the storage failure
+//! an app handles on its own: a full disk).
 
 use outbox_core::input::InputError;
 use std::fmt;
@@ -14,6 +16,9 @@ pub enum ErrorCode {
     Storage,
     /// The outbox was closed with `close()`.
     Closed,
+    /// The browser refused to store more for this site (`QuotaExceededError`). Nothing of
+    /// the failed call was written.
+    Quota,
 }
 
 impl ErrorCode {
@@ -24,6 +29,7 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Closed => "CLOSED",
+            ErrorCode::Quota => "QUOTA",
         }
     }
 }
@@ -43,13 +49,20 @@ impl OutboxError {
         OutboxError { code: ErrorCode::InvalidArgument, message: message.into() }
     }
 
-    /// A `STORAGE` error, with what IndexedDB said.
+    /// What IndexedDB said, as a `STORAGE` error — or `QUOTA` when it is the browser's
+    /// `QuotaExceededError` (a full disk or the origin's quota), which the app handles
+    /// differently (tell the person, free space) from a failing database.
     pub fn storage(context: &str, cause: &JsValue) -> OutboxError {
         let detail = js_sys::Reflect::get(cause, &"message".into())
             .ok()
             .and_then(|m| m.as_string())
             .or_else(|| cause.as_string())
             .unwrap_or_else(|| format!("{cause:?}"));
+        if dom_name(cause).as_deref() == Some("QuotaExceededError") {
+            let message =
+                format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");
+            return OutboxError { code: ErrorCode::Quota, message };
+        }
         OutboxError { code: ErrorCode::Storage, message: format!("{context}: {detail}") }
     }
 
@@ -57,6 +70,11 @@ impl OutboxError {
     pub fn closed() -> OutboxError {
         OutboxError { code: ErrorCode::Closed, message: "the outbox is closed; open it again".into() }
     }
+}
+
+/// The `name` of a `DOMException` (or any error object), e.g. `"QuotaExceededError"`.
+pub(crate) fn dom_name(cause: &JsValue) -> Option<String> {
+    js_sys::Reflect::get(cause, &"name".into()).ok().and_then(|n| n.as_string())
 }
 
 impl fmt::Display for OutboxError {

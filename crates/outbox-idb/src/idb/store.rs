@@ -168,8 +168,8 @@ impl Store {
     /// planned nothing.
     ///
     /// # Errors
-    /// `STORAGE` when IndexedDB fails (the transaction is aborted: nothing is written),
-    /// `CLOSED`.
+    /// `STORAGE` or `QUOTA` when IndexedDB fails (the transaction is aborted: nothing is
+    /// written), `CLOSED`.
     pub async fn transact(
         self: &Rc<Self>,
         scopes: &[Scope],
@@ -186,13 +186,15 @@ impl Store {
     /// arrive together share one transaction.
     ///
     /// # Errors
-    /// `STORAGE` (nothing at all is written), `CLOSED`.
+    /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
+    /// `CLOSED`.
     pub async fn transact_many(
         self: &Rc<Self>,
         items: Vec<(Vec<Scope>, Planner<'_>)>,
         durability: Durability,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
         let tx = self.transaction(IdbTransactionMode::Readwrite, durability).await?;
+        let abort = AbortOnDrop(Some(&tx));
         let done = completion(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
@@ -226,8 +228,32 @@ impl Store {
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }
+        abort.disarm();
         done.await.map_err(|e| OutboxError::storage("commit", &e))?;
         Ok(results)
+    }
+}
+
+/// Aborts a readwrite transaction when dropped armed: a replace that fails after some of
+/// its puts were issued (a value IndexedDB refuses, a full disk) or whose future is dropped
+/// must write nothing, but IndexedDB commits whatever was issued once control returns to
+/// the event loop (SPEC §4: all or nothing).
+struct AbortOnDrop<'a>(Option<&'a IdbTransaction>);
+
+impl AbortOnDrop<'_> {
+    /// Every write is issued: let the transaction commit.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0 {
+            // Fails only if it already finished: aborted by a failed request, or committed
+            // before any write was issued. Either way nothing of this replace was written.
+            let _ = tx.abort();
+        }
     }
 }
 
