@@ -1,6 +1,6 @@
 //! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match
-//! (SPEC §15: `INVALID_ARGUMENT`, `STORAGE`, `CLOSED`, and `QUOTA` for the storage failure
-//! an app handles on its own: a full disk).
+//! (SPEC §15: `INVALID_ARGUMENT`, `STORAGE`, `CLOSED`, and `BLOCKED`, `QUOTA` for the two
+//! storage failures an app handles on its own: other tabs to close, a full disk).
 
 use outbox_core::input::InputError;
 use std::fmt;
@@ -16,6 +16,10 @@ pub enum ErrorCode {
     Storage,
     /// The outbox was closed with `close()`.
     Closed,
+    /// The database could not be opened in time: another tab holds an older version of it
+    /// open (or is upgrading it). Nothing was written; closing or reloading the other tabs
+    /// of the app, then calling again, succeeds.
+    Blocked,
     /// The browser refused to store more for this site (`QuotaExceededError`). Nothing of
     /// the failed call was written.
     Quota,
@@ -29,6 +33,7 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Closed => "CLOSED",
+            ErrorCode::Blocked => "BLOCKED",
             ErrorCode::Quota => "QUOTA",
         }
     }
@@ -64,6 +69,20 @@ impl OutboxError {
             return OutboxError { code: ErrorCode::Quota, message };
         }
         OutboxError { code: ErrorCode::Storage, message: format!("{context}: {detail}") }
+    }
+
+    /// The `BLOCKED` error of an open that did not complete within `timeout_ms`;
+    /// `saw_blocked` when IndexedDB said another connection does not close.
+    pub fn blocked(saw_blocked: bool, timeout_ms: u32) -> OutboxError {
+        let message = if saw_blocked {
+            "another tab of this app holds an older version of the database open; close it or reload it".to_owned()
+        } else {
+            format!(
+                "the database did not open within {timeout_ms} ms: another tab of this app is upgrading it or \
+                 holds an older version of it open; close or reload the other tabs"
+            )
+        };
+        OutboxError { code: ErrorCode::Blocked, message }
     }
 
     /// The `CLOSED` error.

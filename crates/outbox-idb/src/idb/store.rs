@@ -3,7 +3,7 @@
 //! plan's `expected` as stored, apply all or nothing. Nothing else writes the store.
 
 use super::request::{completion, request};
-use super::schema::{open, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, STORE};
+use super::schema::{open, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
 use crate::convert::{stored_from_js, to_js};
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
@@ -44,19 +44,31 @@ pub enum Durability {
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
     name: String,
+    open_timeout_ms: u32,
     conn: RefCell<Option<IdbDatabase>>,
     closed: std::cell::Cell<bool>,
     on_version_change: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
 impl Store {
-    /// Opens `name` now (so that a bad name or a refused database fails at `open`).
+    /// Opens `name` now (so that a bad name or a refused database fails at `open`), waiting
+    /// at most [`DEFAULT_OPEN_TIMEOUT_MS`] for other tabs.
     ///
     /// # Errors
-    /// `STORAGE` when the database cannot be opened.
+    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
     pub async fn open(name: &str) -> Result<Rc<Store>> {
+        Store::open_with(name, DEFAULT_OPEN_TIMEOUT_MS).await
+    }
+
+    /// [`Store::open`], where opening (and every later reopen) fails with `BLOCKED` after
+    /// waiting `open_timeout_ms` for other tabs.
+    ///
+    /// # Errors
+    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
+    pub async fn open_with(name: &str, open_timeout_ms: u32) -> Result<Rc<Store>> {
         let store = Rc::new(Store {
             name: name.to_owned(),
+            open_timeout_ms,
             conn: RefCell::new(None),
             closed: std::cell::Cell::new(false),
             on_version_change: RefCell::new(None),
@@ -90,7 +102,7 @@ impl Store {
         if let Some(db) = self.conn.borrow().as_ref() {
             return Ok(db.clone());
         }
-        let db = open(&self.name).await?;
+        let db = open(&self.name, self.open_timeout_ms).await?;
         // Another tab wants to upgrade: let go now, reopen lazily on the next call.
         let weak = Rc::downgrade(self);
         let handler = Closure::<dyn FnMut()>::new(move || {
@@ -131,7 +143,7 @@ impl Store {
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let store = object_store(&tx)?;
@@ -146,7 +158,7 @@ impl Store {
     /// Every stored value (rows of every owner and undecodable ones).
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let req = object_store(&tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))?;
@@ -156,7 +168,7 @@ impl Store {
     /// The rows of `scopes`, read in a readonly transaction.
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read(self: &Rc<Self>, scopes: &[Scope]) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         read_scopes(&object_store(&tx)?, scopes).await
@@ -169,7 +181,7 @@ impl Store {
     ///
     /// # Errors
     /// `STORAGE` or `QUOTA` when IndexedDB fails (the transaction is aborted: nothing is
-    /// written), `CLOSED`.
+    /// written), `CLOSED`, `BLOCKED`.
     pub async fn transact(
         self: &Rc<Self>,
         scopes: &[Scope],
@@ -187,7 +199,7 @@ impl Store {
     ///
     /// # Errors
     /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
-    /// `CLOSED`.
+    /// `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn transact_many(
         self: &Rc<Self>,
         items: Vec<(Vec<Scope>, Planner<'_>)>,
