@@ -97,7 +97,9 @@ impl Outbox {
         Ok(unsubscribe)
     }
 
-    /// Closes the database connection and the channel; later calls fail with `CLOSED`.
+    /// Closes the database connection and the channel; later calls, and calls still
+    /// waiting for a reopen, fail with `CLOSED`. An outbox freed (`free()`) or collected
+    /// without `close()` closes both as well (`Drop` of the store and the notifier).
     pub fn close(&self) {
         self.inner.store.close();
         self.inner.notifier.close();

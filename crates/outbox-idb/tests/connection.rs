@@ -1,10 +1,13 @@
-//! The connection's life in a real Chromium: opening never hangs, and a write that fails
-//! midway writes nothing (SPEC §4). "Other tabs" are raw IndexedDB connections opened from JavaScript, as
+//! The connection's life in a real Chromium: opening never hangs, reopening after another
+//! tab's upgrade happens once and keeps `strict` durability, `close()` and a freed outbox
+//! leave no connection that blocks other tabs, and a write that fails midway writes
+//! nothing (SPEC §4). "Other tabs" are raw IndexedDB connections opened from JavaScript, as
 //! an older app (or one without `versionchange` handling) would open them.
 #![cfg(target_arch = "wasm32")]
 
+use futures_util::future::{join, join_all};
 use js_sys::{Function, Promise, Reflect};
-use outbox_core::ReplacePlan;
+use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use outbox_idb::convert::{from_js, to_js};
 use outbox_idb::error::OutboxError;
 use outbox_idb::idb::{Durability, Store};
@@ -191,6 +194,115 @@ async fn open_timeout_must_be_a_positive_number() {
     let bad = to_js(&json!({"dbName": db_name("bad-timeout"), "openTimeoutMs": 0}));
     let err = JsFuture::from(Outbox::open(bad)).await.expect_err("rejected");
     assert_eq!(code(&err), "INVALID_ARGUMENT");
+}
+
+// Item 11: reconnecting keeps `strict`, happens once, and never after `close()`.
+
+#[wasm_bindgen_test]
+async fn a_reconnected_write_keeps_strict_durability() {
+    let db = db_name("strict-retry");
+    let store = Store::open(&db).await.unwrap();
+    // The connection is closed under the store right before its first readwrite
+    // transaction (as the browser does on another tab's upgrade or a forced close); record
+    // the durability of every readwrite transaction of this database.
+    let spy = js(
+        "db",
+        "const orig = IDBDatabase.prototype.transaction; const seen = []; let closed = false;
+        IDBDatabase.prototype.transaction = function (stores, mode) {
+            const mine = this.name === db && mode === 'readwrite';
+            if (mine && !closed) { closed = true; this.close(); }
+            const tx = orig.apply(this, arguments);
+            if (mine) seen.push(tx.durability);
+            return tx;
+        };
+        return {seen, restore: () => { IDBDatabase.prototype.transaction = orig; }};",
+        &[db.as_str().into()],
+    );
+    let r = store.transact(&[], Durability::Strict, |_| Some(put(vec![row("r1")]))).await;
+    js("spy", "spy.restore();", std::slice::from_ref(&spy));
+    assert_eq!(r.unwrap(), Some(ReplaceOutcome::Committed));
+    let seen = from_js(&Reflect::get(&spy, &"seen".into()).unwrap(), "seen").unwrap();
+    assert_eq!(seen, json!(["strict"]), "the retried transaction is strict too");
+}
+
+#[wasm_bindgen_test]
+async fn racing_calls_after_versionchange_share_one_reopen() {
+    let db = db_name("one-reopen");
+    let store = Store::open(&db).await.unwrap();
+    assert_eq!(upgrade_from_another_tab(&db, 50).await.as_deref(), Ok("upgraded"));
+    let spy = js(
+        "db",
+        "const orig = IDBFactory.prototype.open; const reqs = [];
+        IDBFactory.prototype.open = function (name) {
+            const r = orig.apply(this, arguments);
+            if (name === db) reqs.push(r);
+            return r;
+        };
+        return {
+            connections: () => reqs.filter((r) => r.readyState === 'done' && r.error === null).length,
+            restore: () => { IDBFactory.prototype.open = orig; },
+        };",
+        &[db.as_str().into()],
+    );
+    let scope = [Scope::target("o", "t")];
+    let reads = join_all((0..5).map(|_| store.read(&scope))).await;
+    js("spy", "spy.restore();", std::slice::from_ref(&spy));
+    assert!(reads.iter().all(Result::is_ok), "{reads:?}");
+    let connections = js("spy", "return spy.connections();", &[spy]).as_f64();
+    assert_eq!(connections, Some(1.0), "one shared reopen");
+    // No connection of the race is left behind without its `versionchange` handling.
+    assert_eq!(upgrade_from_another_tab(&db, 51).await.as_deref(), Ok("upgraded"));
+    assert!(store.read(&[Scope::target("o", "t")]).await.is_ok(), "and the store reopens again");
+}
+
+#[wasm_bindgen_test]
+async fn close_during_a_reopen_does_not_resurrect_the_connection() {
+    let db = db_name("close-reopen");
+    let store = Store::open(&db).await.unwrap();
+    assert_eq!(upgrade_from_another_tab(&db, 50).await.as_deref(), Ok("upgraded"));
+    // The read starts the reopen (first poll), then close() runs while it is pending.
+    let (read, ()) = join(store.read(&[Scope::target("o", "t")]), async { store.close() }).await;
+    let err: OutboxError = read.expect_err("a call racing with close() fails");
+    assert_eq!(code(&err.into()), "CLOSED");
+    assert!(store.read(&[]).await.is_err(), "still closed");
+    drop(store);
+    assert_eq!(upgrade_from_another_tab(&db, 51).await.as_deref(), Ok("upgraded"));
+}
+
+// Item 12: a freed (or never freed) outbox leaves no connection that blocks other tabs.
+
+#[wasm_bindgen_test]
+async fn a_freed_outbox_does_not_block_another_tabs_upgrade() {
+    let db = db_name("freed");
+    let a = Outbox::open_with(options(&db)).await.expect("open");
+    done(a.enqueue(to_js(&json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}}))).into())
+        .await
+        .expect("enqueue");
+    let spy = js(
+        "db",
+        "const orig = IDBDatabase.prototype.close; const spy = {closed: 0};
+        IDBDatabase.prototype.close = function () { if (this.name === db) spy.closed++; return orig.apply(this, arguments); };
+        spy.restore = () => { IDBDatabase.prototype.close = orig; };
+        return spy;",
+        &[db.as_str().into()],
+    );
+    // What the app's `outbox.free()` does.
+    let js_outbox = JsValue::from(a);
+    js("o", "o.free();", &[js_outbox]);
+    let closed = js("spy", "spy.restore(); return spy.closed;", &[spy]).as_f64();
+    assert_eq!(closed, Some(1.0), "free() closes the connection at once");
+    // And nothing is left that blocks another tab's upgrade.
+    assert_eq!(upgrade_from_another_tab(&db, 50).await.as_deref(), Ok("upgraded"));
+}
+
+#[wasm_bindgen_test]
+async fn a_leaked_outbox_does_not_block_another_tabs_upgrade() {
+    // An Outbox the app dropped without close() or free(), and that no finalizer frees:
+    // its Rust side lives on, and its connection must still let go on `versionchange`.
+    let db = db_name("leaked");
+    let a = Outbox::open_with(options(&db)).await.expect("open");
+    std::mem::forget(a);
+    assert_eq!(upgrade_from_another_tab(&db, 50).await.as_deref(), Ok("upgraded"));
 }
 
 // Item 13: a write that fails midway writes nothing; a full disk is `QUOTA`.

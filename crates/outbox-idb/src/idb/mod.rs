@@ -1,6 +1,7 @@
 //! IndexedDB: schema and opening (bounded in time), request futures, the store and its
 //! replace.
 
+mod connection;
 mod open;
 pub mod request;
 pub mod schema;

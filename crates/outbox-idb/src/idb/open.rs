@@ -2,11 +2,11 @@
 //!
 //! An open that needs a version change waits until every other connection to the database
 //! has closed, and an open queued behind another tab's pending upgrade waits for that one.
-//! A tab running an older app (or any code without `versionchange` handling) may never
-//! close, and IndexedDB then waits forever. So the request gets `timeout_ms` to reach
-//! `upgradeneeded` or `success`; after that the call fails with `BLOCKED`. The clock stops
-//! at `upgradeneeded`: from there nothing can block us, and creating an index over many
-//! rows may take its time.
+//! A tab running an older app (SPEC §1: older versions may still run in other tabs), or any
+//! code without `versionchange` handling, may never close, and IndexedDB then waits
+//! forever. So the request gets `timeout_ms` to reach `upgradeneeded` or `success`; after
+//! that the call fails with `BLOCKED`. The clock stops at `upgradeneeded`: from there
+//! nothing can block us, and creating an index over many rows may take its time.
 //!
 //! `blocked` alone is not an error: it only picks the message. It fires whenever another
 //! connection is still open when our request runs, also while a well-behaved tab is about to

@@ -2,15 +2,15 @@
 //! as one readwrite transaction — read the scopes, plan synchronously, compare with the
 //! plan's `expected` as stored, apply all or nothing. Nothing else writes the store.
 
+use super::connection::Connection;
 use super::request::{completion, request};
-use super::schema::{open, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
+use super::schema::{BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
 use crate::convert::{stored_from_js, to_js};
-use crate::error::{OutboxError, Result};
+use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
 use outbox_core::plan::{matches_expected, rows_in_scopes};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use serde_json::Value;
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -44,10 +44,7 @@ pub enum Durability {
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
     name: String,
-    open_timeout_ms: u32,
-    conn: RefCell<Option<IdbDatabase>>,
-    closed: std::cell::Cell<bool>,
-    on_version_change: RefCell<Option<Closure<dyn FnMut()>>>,
+    conn: Rc<Connection>,
 }
 
 impl Store {
@@ -66,14 +63,8 @@ impl Store {
     /// # Errors
     /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
     pub async fn open_with(name: &str, open_timeout_ms: u32) -> Result<Rc<Store>> {
-        let store = Rc::new(Store {
-            name: name.to_owned(),
-            open_timeout_ms,
-            conn: RefCell::new(None),
-            closed: std::cell::Cell::new(false),
-            on_version_change: RefCell::new(None),
-        });
-        store.connection().await?;
+        let store = Rc::new(Store { name: name.to_owned(), conn: Connection::new(name, open_timeout_ms) });
+        store.conn.get().await?;
         Ok(store)
     }
 
@@ -82,61 +73,30 @@ impl Store {
         &self.name
     }
 
-    /// Closes the connection for good; later calls fail with `CLOSED`.
+    /// Closes the connection for good; later calls, and calls still waiting for a reopen,
+    /// fail with `CLOSED`. Dropping the store closes it too.
     pub fn close(&self) {
-        self.closed.set(true);
-        if let Some(db) = self.conn.borrow_mut().take() {
-            db.close();
-        }
+        self.conn.close();
     }
 
     /// True after [`Store::close`].
     pub fn is_closed(&self) -> bool {
-        self.closed.get()
-    }
-
-    async fn connection(self: &Rc<Self>) -> Result<IdbDatabase> {
-        if self.closed.get() {
-            return Err(OutboxError::closed());
-        }
-        if let Some(db) = self.conn.borrow().as_ref() {
-            return Ok(db.clone());
-        }
-        let db = open(&self.name, self.open_timeout_ms).await?;
-        // Another tab wants to upgrade: let go now, reopen lazily on the next call.
-        let weak = Rc::downgrade(self);
-        let handler = Closure::<dyn FnMut()>::new(move || {
-            if let Some(s) = weak.upgrade() {
-                if let Some(db) = s.conn.borrow_mut().take() {
-                    db.close();
-                }
-            }
-        });
-        db.set_onversionchange(Some(handler.as_ref().unchecked_ref()));
-        *self.on_version_change.borrow_mut() = Some(handler);
-        *self.conn.borrow_mut() = Some(db.clone());
-        Ok(db)
+        self.conn.is_closed()
     }
 
     async fn transaction(self: &Rc<Self>, mode: IdbTransactionMode, durability: Durability) -> Result<IdbTransaction> {
-        let db = self.connection().await?;
-        let stores = JsValue::from_str(STORE);
-        let tx = match (mode, durability) {
-            (IdbTransactionMode::Readwrite, Durability::Strict) => {
-                let opts = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
-                db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(&stores, "readwrite", &opts)
-            }
-            _ => db.transaction_with_str_and_mode(STORE, mode),
-        };
-        match tx {
+        let db = self.conn.get().await?;
+        match begin(&db, mode, durability) {
             Ok(tx) => Ok(tx),
-            Err(e) => {
-                // The connection may have been closed under us (versionchange): reopen once.
-                self.conn.borrow_mut().take();
-                let db = self.connection().await?;
-                db.transaction_with_str_and_mode(STORE, mode).map_err(|_| OutboxError::storage("transaction", &e))
+            // The connection was closed under us: by another tab's versionchange (its
+            // handler closes it without telling Rust) or by the browser. Reopen once, with
+            // the same durability; calls racing here share the reopen.
+            Err(e) if dom_name(&e).as_deref() == Some("InvalidStateError") => {
+                self.conn.forget(&db);
+                let db = self.conn.get().await?;
+                begin(&db, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
             }
+            Err(e) => Err(OutboxError::storage("transaction", &e)),
         }
     }
 
@@ -266,6 +226,26 @@ impl Drop for AbortOnDrop<'_> {
             // before any write was issued. Either way nothing of this replace was written.
             let _ = tx.abort();
         }
+    }
+}
+
+/// Starts a transaction on the store; a strict readwrite one asks for `durability: "strict"`.
+fn begin(
+    db: &IdbDatabase,
+    mode: IdbTransactionMode,
+    durability: Durability,
+) -> std::result::Result<IdbTransaction, JsValue> {
+    match (mode, durability) {
+        (IdbTransactionMode::Readwrite, Durability::Strict) => {
+            let opts = js_sys::Object::new();
+            js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into())?;
+            db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(
+                &JsValue::from_str(STORE),
+                "readwrite",
+                &opts,
+            )
+        }
+        _ => db.transaction_with_str_and_mode(STORE, mode),
     }
 }
 
