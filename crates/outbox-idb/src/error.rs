@@ -1,4 +1,6 @@
-//! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match.
+//! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match
+//! (SPEC §15: `INVALID_ARGUMENT`, `STORAGE`, `CLOSED`, and `BLOCKED`, `QUOTA` for the two
+//! storage failures an app handles on its own: other tabs to close, a full disk).
 
 use outbox_core::input::InputError;
 use std::fmt;
@@ -14,6 +16,13 @@ pub enum ErrorCode {
     Storage,
     /// The outbox was closed with `close()`.
     Closed,
+    /// The database could not be opened in time: another tab holds an older version of it
+    /// open (or is upgrading it). Nothing was written; closing or reloading the other tabs
+    /// of the app, then calling again, succeeds.
+    Blocked,
+    /// The browser refused to store more for this site (`QuotaExceededError`). Nothing of
+    /// the failed call was written.
+    Quota,
 }
 
 impl ErrorCode {
@@ -24,6 +33,8 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::Storage => "STORAGE",
             ErrorCode::Closed => "CLOSED",
+            ErrorCode::Blocked => "BLOCKED",
+            ErrorCode::Quota => "QUOTA",
         }
     }
 }
@@ -43,20 +54,46 @@ impl OutboxError {
         OutboxError { code: ErrorCode::InvalidArgument, message: message.into() }
     }
 
-    /// A `STORAGE` error, with what IndexedDB said.
+    /// What IndexedDB said, as a `STORAGE` error — or `QUOTA` when it is the browser's
+    /// `QuotaExceededError` (a full disk or the origin's quota), which the app handles
+    /// differently (tell the person, free space) from a failing database.
     pub fn storage(context: &str, cause: &JsValue) -> OutboxError {
         let detail = js_sys::Reflect::get(cause, &"message".into())
             .ok()
             .and_then(|m| m.as_string())
             .or_else(|| cause.as_string())
             .unwrap_or_else(|| format!("{cause:?}"));
+        if dom_name(cause).as_deref() == Some("QuotaExceededError") {
+            let message =
+                format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");
+            return OutboxError { code: ErrorCode::Quota, message };
+        }
         OutboxError { code: ErrorCode::Storage, message: format!("{context}: {detail}") }
+    }
+
+    /// The `BLOCKED` error of an open that did not complete within `timeout_ms`;
+    /// `saw_blocked` when IndexedDB said another connection does not close.
+    pub fn blocked(saw_blocked: bool, timeout_ms: u32) -> OutboxError {
+        let message = if saw_blocked {
+            "another tab of this app holds an older version of the database open; close it or reload it".to_owned()
+        } else {
+            format!(
+                "the database did not open within {timeout_ms} ms: another tab of this app is upgrading it or \
+                 holds an older version of it open; close or reload the other tabs"
+            )
+        };
+        OutboxError { code: ErrorCode::Blocked, message }
     }
 
     /// The `CLOSED` error.
     pub fn closed() -> OutboxError {
         OutboxError { code: ErrorCode::Closed, message: "the outbox is closed; open it again".into() }
     }
+}
+
+/// The `name` of a `DOMException` (or any error object), e.g. `"QuotaExceededError"`.
+pub(crate) fn dom_name(cause: &JsValue) -> Option<String> {
+    js_sys::Reflect::get(cause, &"name".into()).ok().and_then(|n| n.as_string())
 }
 
 impl fmt::Display for OutboxError {

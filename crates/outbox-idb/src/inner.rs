@@ -22,6 +22,8 @@ pub struct Options {
     pub random: Option<Function>,
     pub backoff: Backoff,
     pub concurrency: usize,
+    /// How long opening (and a lazy reopen) may wait for other tabs before `BLOCKED`.
+    pub open_timeout_ms: u32,
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
@@ -80,6 +82,8 @@ impl Options {
             }
         }
         let concurrency = optional_number(v, "concurrency", 1.0)?.map_or(4, |n| n as usize);
+        let open_timeout_ms = optional_number(v, "openTimeoutMs", 1.0)?
+            .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         Ok(Options {
             db_name,
             tab_id,
@@ -88,6 +92,7 @@ impl Options {
             random: optional_fn(v, "random")?,
             backoff,
             concurrency,
+            open_timeout_ms,
         })
     }
 }

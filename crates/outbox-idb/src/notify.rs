@@ -70,6 +70,14 @@ impl Notifier {
     }
 }
 
+impl Drop for Notifier {
+    /// A freed outbox leaves the channel: its `onmessage` would otherwise call a freed
+    /// closure on every other tab's notice.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 fn deliver(subs: &Subscribers, msg: &JsValue) {
     let list: Vec<js_sys::Function> = subs.borrow().iter().map(|(_, f)| f.clone()).collect();
     for f in list {

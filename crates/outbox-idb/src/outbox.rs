@@ -46,17 +46,20 @@ impl Outbox {
     /// `Outbox.open` for Rust callers (the tests).
     ///
     /// # Errors
-    /// `INVALID_ARGUMENT` for bad options, `STORAGE` when the database cannot be opened.
+    /// `INVALID_ARGUMENT` for bad options; `BLOCKED` when another tab keeps the database
+    /// from opening for `openTimeoutMs`; `STORAGE` or `QUOTA` when it cannot be opened.
     pub async fn open_with(options: JsValue) -> Result<Outbox> {
         let opts = Options::parse(&options)?;
-        let store = Store::open(&opts.db_name).await?;
+        let store = Store::open_with(&opts.db_name, opts.open_timeout_ms).await?;
         Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) })
     }
 }
 
 #[wasm_bindgen(js_class = Outbox)]
 impl Outbox {
-    /// Opens (creating or upgrading) the outbox database.
+    /// Opens (creating or upgrading) the outbox database. Rejects with code `BLOCKED` when
+    /// another tab holds an older version of the database open for `openTimeoutMs`
+    /// (default 5000): close or reload that tab, then open again.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
         promise(Outbox::open_with(options))
@@ -94,7 +97,9 @@ impl Outbox {
         Ok(unsubscribe)
     }
 
-    /// Closes the database connection and the channel; later calls fail with `CLOSED`.
+    /// Closes the database connection and the channel; later calls, and calls still
+    /// waiting for a reopen, fail with `CLOSED`. An outbox freed (`free()`) or collected
+    /// without `close()` closes both as well (`Drop` of the store and the notifier).
     pub fn close(&self) {
         self.inner.store.close();
         self.inner.notifier.close();

@@ -8,7 +8,7 @@
 //! option, and does not expose its connection — so a second rexie connection would block
 //! other tabs' upgrades forever.
 
-use super::request::request;
+use super::open::{wait, OpenError};
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -54,50 +54,44 @@ fn upgrade(db: &IdbDatabase, tx: &IdbTransaction) -> std::result::Result<(), JsV
     Ok(())
 }
 
-/// Opens (creating or upgrading) the database `name`.
+/// How long opening may wait for other tabs before it fails with `BLOCKED`
+/// (`openTimeoutMs`); see [`super::open`].
+pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
+
+/// Opens (creating or upgrading) the database `name`. The connection closes itself on
+/// `versionchange`.
 ///
 /// # Errors
-/// `STORAGE` when IndexedDB refuses; a database a newer version upgraded past ours is
-/// opened at its own version as long as it has our store and indexes.
-pub async fn open(name: &str) -> Result<IdbDatabase> {
-    match open_at(name, Some(SCHEMA_VERSION)).await {
+/// `BLOCKED` when another tab keeps the database from opening for `timeout_ms`; `STORAGE`
+/// (or `QUOTA`) when IndexedDB refuses. A database a newer version upgraded past ours is
+/// opened at its own version as long as it has our store.
+pub async fn open(name: &str, timeout_ms: u32) -> Result<IdbDatabase> {
+    match open_at(name, Some(SCHEMA_VERSION), timeout_ms).await {
         Ok(db) => Ok(db),
-        Err(e) if e.message.contains("VersionError") || e.message.contains("less than") => {
-            let db = open_at(name, None).await?;
-            let has_store = db.object_store_names().contains(STORE);
-            if !has_store {
+        Err(OpenError::Version) => {
+            let db = open_at(name, None, timeout_ms).await.map_err(|e| match e {
+                OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
+                OpenError::Other(e) => e,
+            })?;
+            if !db.object_store_names().contains(STORE) {
                 db.close();
-                return Err(OutboxError { message: format!("database {name} has no `{STORE}` store"), ..e });
+                return Err(OutboxError::storage(
+                    "cannot open the database",
+                    &format!("{name} has no `{STORE}` store").into(),
+                ));
             }
             Ok(db)
         }
-        Err(e) => Err(e),
+        Err(OpenError::Other(e)) => Err(e),
     }
 }
 
-async fn open_at(name: &str, version: Option<u32>) -> Result<IdbDatabase> {
-    let f = factory()?;
+async fn open_at(name: &str, version: Option<u32>, timeout_ms: u32) -> std::result::Result<IdbDatabase, OpenError> {
+    let f = factory().map_err(OpenError::Other)?;
     let req: IdbOpenDbRequest = match version {
         Some(v) => f.open_with_u32(name, v),
         None => f.open(name),
     }
-    .map_err(|e| OutboxError::storage("cannot open the database", &e))?;
-    let r = req.clone();
-    let on_upgrade = Closure::<dyn FnMut(web_sys::Event)>::new(move |_ev: web_sys::Event| {
-        let (Ok(db), Some(tx)) = (r.result(), r.transaction()) else { return };
-        let db: IdbDatabase = db.unchecked_into();
-        if let Err(e) = upgrade(&db, &tx) {
-            web_sys::console::error_2(&"outbox: schema upgrade failed".into(), &e);
-            let _ = tx.abort();
-        }
-    });
-    req.set_onupgradeneeded(Some(on_upgrade.as_ref().unchecked_ref()));
-    let result = request(&req).await;
-    req.set_onupgradeneeded(None);
-    drop(on_upgrade);
-    let db = result.map_err(|e| {
-        let name = js_sys::Reflect::get(&e, &"name".into()).ok().and_then(|n| n.as_string()).unwrap_or_default();
-        OutboxError::storage(&format!("cannot open the database ({name})"), &e)
-    })?;
-    Ok(db.unchecked_into())
+    .map_err(|e| OpenError::Other(OutboxError::storage("cannot open the database", &e)))?;
+    wait(req, timeout_ms, Box::new(upgrade)).await
 }

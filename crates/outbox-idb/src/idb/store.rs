@@ -2,15 +2,15 @@
 //! as one readwrite transaction — read the scopes, plan synchronously, compare with the
 //! plan's `expected` as stored, apply all or nothing. Nothing else writes the store.
 
+use super::connection::Connection;
 use super::request::{completion, request};
-use super::schema::{open, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, STORE};
+use super::schema::{BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
 use crate::convert::{stored_from_js, to_js};
-use crate::error::{OutboxError, Result};
+use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
 use outbox_core::plan::{matches_expected, rows_in_scopes};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use serde_json::Value;
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -44,24 +44,27 @@ pub enum Durability {
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
     name: String,
-    conn: RefCell<Option<IdbDatabase>>,
-    closed: std::cell::Cell<bool>,
-    on_version_change: RefCell<Option<Closure<dyn FnMut()>>>,
+    conn: Rc<Connection>,
 }
 
 impl Store {
-    /// Opens `name` now (so that a bad name or a refused database fails at `open`).
+    /// Opens `name` now (so that a bad name or a refused database fails at `open`), waiting
+    /// at most [`DEFAULT_OPEN_TIMEOUT_MS`] for other tabs.
     ///
     /// # Errors
-    /// `STORAGE` when the database cannot be opened.
+    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
     pub async fn open(name: &str) -> Result<Rc<Store>> {
-        let store = Rc::new(Store {
-            name: name.to_owned(),
-            conn: RefCell::new(None),
-            closed: std::cell::Cell::new(false),
-            on_version_change: RefCell::new(None),
-        });
-        store.connection().await?;
+        Store::open_with(name, DEFAULT_OPEN_TIMEOUT_MS).await
+    }
+
+    /// [`Store::open`], where opening (and every later reopen) fails with `BLOCKED` after
+    /// waiting `open_timeout_ms` for other tabs.
+    ///
+    /// # Errors
+    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
+    pub async fn open_with(name: &str, open_timeout_ms: u32) -> Result<Rc<Store>> {
+        let store = Rc::new(Store { name: name.to_owned(), conn: Connection::new(name, open_timeout_ms) });
+        store.conn.get().await?;
         Ok(store)
     }
 
@@ -70,68 +73,37 @@ impl Store {
         &self.name
     }
 
-    /// Closes the connection for good; later calls fail with `CLOSED`.
+    /// Closes the connection for good; later calls, and calls still waiting for a reopen,
+    /// fail with `CLOSED`. Dropping the store closes it too.
     pub fn close(&self) {
-        self.closed.set(true);
-        if let Some(db) = self.conn.borrow_mut().take() {
-            db.close();
-        }
+        self.conn.close();
     }
 
     /// True after [`Store::close`].
     pub fn is_closed(&self) -> bool {
-        self.closed.get()
-    }
-
-    async fn connection(self: &Rc<Self>) -> Result<IdbDatabase> {
-        if self.closed.get() {
-            return Err(OutboxError::closed());
-        }
-        if let Some(db) = self.conn.borrow().as_ref() {
-            return Ok(db.clone());
-        }
-        let db = open(&self.name).await?;
-        // Another tab wants to upgrade: let go now, reopen lazily on the next call.
-        let weak = Rc::downgrade(self);
-        let handler = Closure::<dyn FnMut()>::new(move || {
-            if let Some(s) = weak.upgrade() {
-                if let Some(db) = s.conn.borrow_mut().take() {
-                    db.close();
-                }
-            }
-        });
-        db.set_onversionchange(Some(handler.as_ref().unchecked_ref()));
-        *self.on_version_change.borrow_mut() = Some(handler);
-        *self.conn.borrow_mut() = Some(db.clone());
-        Ok(db)
+        self.conn.is_closed()
     }
 
     async fn transaction(self: &Rc<Self>, mode: IdbTransactionMode, durability: Durability) -> Result<IdbTransaction> {
-        let db = self.connection().await?;
-        let stores = JsValue::from_str(STORE);
-        let tx = match (mode, durability) {
-            (IdbTransactionMode::Readwrite, Durability::Strict) => {
-                let opts = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
-                db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(&stores, "readwrite", &opts)
-            }
-            _ => db.transaction_with_str_and_mode(STORE, mode),
-        };
-        match tx {
+        let db = self.conn.get().await?;
+        match begin(&db, mode, durability) {
             Ok(tx) => Ok(tx),
-            Err(e) => {
-                // The connection may have been closed under us (versionchange): reopen once.
-                self.conn.borrow_mut().take();
-                let db = self.connection().await?;
-                db.transaction_with_str_and_mode(STORE, mode).map_err(|_| OutboxError::storage("transaction", &e))
+            // The connection was closed under us: by another tab's versionchange (its
+            // handler closes it without telling Rust) or by the browser. Reopen once, with
+            // the same durability; calls racing here share the reopen.
+            Err(e) if dom_name(&e).as_deref() == Some("InvalidStateError") => {
+                self.conn.forget(&db);
+                let db = self.conn.get().await?;
+                begin(&db, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
             }
+            Err(e) => Err(OutboxError::storage("transaction", &e)),
         }
     }
 
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let store = object_store(&tx)?;
@@ -146,7 +118,7 @@ impl Store {
     /// Every stored value (rows of every owner and undecodable ones).
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let req = object_store(&tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))?;
@@ -156,7 +128,7 @@ impl Store {
     /// The rows of `scopes`, read in a readonly transaction.
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`.
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read(self: &Rc<Self>, scopes: &[Scope]) -> Result<Vec<Value>> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         read_scopes(&object_store(&tx)?, scopes).await
@@ -168,8 +140,8 @@ impl Store {
     /// planned nothing.
     ///
     /// # Errors
-    /// `STORAGE` when IndexedDB fails (the transaction is aborted: nothing is written),
-    /// `CLOSED`.
+    /// `STORAGE` or `QUOTA` when IndexedDB fails (the transaction is aborted: nothing is
+    /// written), `CLOSED`, `BLOCKED`.
     pub async fn transact(
         self: &Rc<Self>,
         scopes: &[Scope],
@@ -186,13 +158,15 @@ impl Store {
     /// arrive together share one transaction.
     ///
     /// # Errors
-    /// `STORAGE` (nothing at all is written), `CLOSED`.
+    /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
+    /// `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn transact_many(
         self: &Rc<Self>,
         items: Vec<(Vec<Scope>, Planner<'_>)>,
         durability: Durability,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
         let tx = self.transaction(IdbTransactionMode::Readwrite, durability).await?;
+        let abort = AbortOnDrop(Some(&tx));
         let done = completion(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
@@ -226,8 +200,52 @@ impl Store {
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }
+        abort.disarm();
         done.await.map_err(|e| OutboxError::storage("commit", &e))?;
         Ok(results)
+    }
+}
+
+/// Aborts a readwrite transaction when dropped armed: a replace that fails after some of
+/// its puts were issued (a value IndexedDB refuses, a full disk) or whose future is dropped
+/// must write nothing, but IndexedDB commits whatever was issued once control returns to
+/// the event loop (SPEC §4: all or nothing).
+struct AbortOnDrop<'a>(Option<&'a IdbTransaction>);
+
+impl AbortOnDrop<'_> {
+    /// Every write is issued: let the transaction commit.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0 {
+            // Fails only if it already finished: aborted by a failed request, or committed
+            // before any write was issued. Either way nothing of this replace was written.
+            let _ = tx.abort();
+        }
+    }
+}
+
+/// Starts a transaction on the store; a strict readwrite one asks for `durability: "strict"`.
+fn begin(
+    db: &IdbDatabase,
+    mode: IdbTransactionMode,
+    durability: Durability,
+) -> std::result::Result<IdbTransaction, JsValue> {
+    match (mode, durability) {
+        (IdbTransactionMode::Readwrite, Durability::Strict) => {
+            let opts = js_sys::Object::new();
+            js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into())?;
+            db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(
+                &JsValue::from_str(STORE),
+                "readwrite",
+                &opts,
+            )
+        }
+        _ => db.transaction_with_str_and_mode(STORE, mode),
     }
 }
 

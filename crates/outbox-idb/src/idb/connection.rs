@@ -1,0 +1,137 @@
+//! The one connection of a [`super::Store`], opened lazily and shared.
+//!
+//! ```text
+//!            get()                    open ok
+//!   Idle ───────────▶ Opening(shared) ────────▶ Open(db)
+//!    ▲                     │ open fails             │ forget(db): a transaction found db
+//!    └─────────────────────┴────────────────────────┘ closed under us (another tab's
+//!                                                      versionchange, a forced close)
+//!   any ──close() / drop──▶ Closed   (final)
+//! ```
+//!
+//! Calls that need the connection while it is being (re)opened await the same open, so a
+//! reopen after another tab's upgrade happens once however many calls race. A `versionchange`
+//! closes the connection from a handler without Rust state (`open.rs`), so that a freed or
+//! collected outbox still lets other tabs upgrade; the state keeps `Open(db)` until a
+//! transaction on `db` fails and calls [`Connection::forget`].
+//!
+//! `Closed` is final (SPEC §15: after `close()` calls throw `CLOSED`): an open still pending
+//! when `close()` runs closes its connection when it arrives, and the calls waiting for it
+//! fail with `CLOSED`. Dropped (the outbox freed without `close()`), the connection is
+//! closed the same way.
+
+use super::schema::open;
+use crate::error::{OutboxError, Result};
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+use web_sys::IdbDatabase;
+
+type PendingOpen = Shared<LocalBoxFuture<'static, Result<IdbDatabase>>>;
+
+enum State {
+    Idle,
+    Opening(PendingOpen),
+    Open(IdbDatabase),
+    Closed,
+}
+
+/// The connection to database `name` and its state.
+pub(super) struct Connection {
+    name: String,
+    open_timeout_ms: u32,
+    state: RefCell<State>,
+}
+
+impl Connection {
+    pub(super) fn new(name: &str, open_timeout_ms: u32) -> Rc<Connection> {
+        Rc::new(Connection { name: name.to_owned(), open_timeout_ms, state: RefCell::new(State::Idle) })
+    }
+
+    /// The open connection, opening it (once for all callers) if needed.
+    ///
+    /// # Errors
+    /// `CLOSED` after [`Connection::close`] (also when it ran while this call waited);
+    /// `BLOCKED`, `STORAGE`, `QUOTA` from opening.
+    pub(super) async fn get(self: &Rc<Self>) -> Result<IdbDatabase> {
+        let pending = match &*self.state.borrow() {
+            State::Closed => return Err(OutboxError::closed()),
+            State::Open(db) => return Ok(db.clone()),
+            State::Opening(pending) => Some(pending.clone()),
+            State::Idle => None,
+        };
+        let pending = pending.unwrap_or_else(|| {
+            let pending = self.start_open();
+            *self.state.borrow_mut() = State::Opening(pending.clone());
+            pending
+        });
+        pending.await
+    }
+
+    /// The open itself, shared by every caller. It settles the state when it completes,
+    /// whichever caller polls it then.
+    fn start_open(self: &Rc<Self>) -> PendingOpen {
+        let this: Weak<Connection> = Rc::downgrade(self);
+        let (name, timeout) = (self.name.clone(), self.open_timeout_ms);
+        async move {
+            let opened = open(&name, timeout).await;
+            let Some(this) = this.upgrade() else {
+                // Nobody can use it any more.
+                if let Ok(db) = &opened {
+                    db.close();
+                }
+                return Err(OutboxError::closed());
+            };
+            let mut state = this.state.borrow_mut();
+            match (opened, &*state) {
+                (Ok(db), State::Closed) => {
+                    // close() ran while we opened: do not resurrect the connection.
+                    db.close();
+                    Err(OutboxError::closed())
+                }
+                (Err(_), State::Closed) => Err(OutboxError::closed()),
+                (Ok(db), _) => {
+                    *state = State::Open(db.clone());
+                    Ok(db)
+                }
+                (Err(e), _) => {
+                    // The next call tries again (e.g. once the blocking tab is gone).
+                    *state = State::Idle;
+                    Err(e)
+                }
+            }
+        }
+        .boxed_local()
+        .shared()
+    }
+
+    /// `db` was found closed: the next [`Connection::get`] reopens. A newer connection (a
+    /// racing call already reopened) is kept.
+    pub(super) fn forget(&self, db: &IdbDatabase) {
+        let mut state = self.state.borrow_mut();
+        if matches!(&*state, State::Open(current) if current == db) {
+            *state = State::Idle;
+        }
+    }
+
+    /// Closes the connection for good.
+    pub(super) fn close(&self) {
+        if let State::Open(db) = self.state.replace(State::Closed) {
+            db.close();
+        }
+        // An `Opening` open closes its connection when it arrives (see `start_open`), or,
+        // if no call awaits it any more, its request was abandoned and closes it (`open.rs`).
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        matches!(&*self.state.borrow(), State::Closed)
+    }
+}
+
+impl Drop for Connection {
+    /// An outbox freed (or collected) without `close()` must not hold the database open:
+    /// its connection would otherwise stay until another tab's `versionchange` closes it.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
