@@ -33,15 +33,43 @@ fn same_tab(tab: usize) -> Vec<usize> {
 
 #[derive(Clone, Debug)]
 enum Act {
-    Enqueue { tab: usize, owner: usize, target: usize, kind: u8, with_revision: bool },
+    Enqueue {
+        tab: usize,
+        owner: usize,
+        target: usize,
+        kind: u8,
+        with_revision: bool,
+    },
     /// Rows an older writer left: no `successorOf`, maybe one it is sending right now.
-    SeedOlder { tab: usize, owner: usize, target: usize, sending: bool },
-    Flush { tab: usize, owner: usize },
-    Step { tab: usize, pick: usize, answer: u8 },
-    Deliver { tab: usize, pick: usize },
-    Advance { tab: usize, ms: i64 },
-    Kill { tab: usize },
-    ResumeHeld { owner: usize },
+    SeedOlder {
+        tab: usize,
+        owner: usize,
+        target: usize,
+        sending: bool,
+    },
+    Flush {
+        tab: usize,
+        owner: usize,
+    },
+    Step {
+        tab: usize,
+        pick: usize,
+        answer: u8,
+    },
+    Deliver {
+        tab: usize,
+        pick: usize,
+    },
+    Advance {
+        tab: usize,
+        ms: i64,
+    },
+    Kill {
+        tab: usize,
+    },
+    ResumeHeld {
+        owner: usize,
+    },
 }
 
 fn act() -> impl Strategy<Value = Act> {

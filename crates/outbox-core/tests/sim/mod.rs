@@ -52,6 +52,8 @@ pub struct SimTab {
     /// Sends carried out whose answer has not been delivered: (token, outcome).
     pub air: Vec<(Token, Outcome)>,
     pub ports: Ports,
+    /// The owner of the running flush.
+    pub flush_owner: String,
     pub reports: Vec<FlushReport>,
     /// token → (row id, fence) of claims this tab committed.
     pub tickets: HashMap<Token, (String, u64)>,
@@ -81,6 +83,7 @@ impl World {
                 inbox: vec![],
                 air: vec![],
                 ports: Ports { prepare: true, find: true },
+                flush_owner: String::new(),
                 reports: vec![],
                 tickets: HashMap::new(),
             })
@@ -135,6 +138,7 @@ impl World {
         opts.has_prepare = t.ports.prepare;
         opts.has_find = t.ports.find;
         edit(&mut opts);
+        t.flush_owner = owner.to_owned();
         let out = self.outstanding.entry(t.tab.tab_id.clone()).or_default();
         t.flush = Some(Flush::new(opts, out));
         t.inbox.clear();
@@ -148,6 +152,9 @@ impl World {
             while let Some(r) = f.poll_request() {
                 t.inbox.push(r);
             }
+            // The machine is done exactly when nothing it asked for is left to carry out.
+            assert_eq!(f.is_done(), t.inbox.is_empty() && t.air.is_empty(), "is_done disagrees with what is pending");
+            assert_eq!(f.owner(), t.flush_owner, "the flush's owner");
             if f.is_done() && t.inbox.is_empty() && t.air.is_empty() {
                 t.reports.push(f.report().clone());
                 if let Some(out) = self.outstanding.get_mut(&t.tab.tab_id) {

@@ -1,0 +1,81 @@
+//! The flush machine's own behaviour that no contract row names but that users pay for:
+//! where a tab starts claiming (so tabs draining one queue rarely collide, §8 speed), and
+//! that meeting another tab's claims makes it read the queue again at once.
+
+mod sim;
+
+use outbox_core::memstore::MemStore;
+use outbox_core::{Draws, Flush, FlushOptions, Outstanding, Request, Tab};
+use serde_json::json;
+use sim::*;
+
+/// Draws that always say the same.
+struct Fixed(f64);
+
+impl Draws for Fixed {
+    fn unit(&mut self) -> f64 {
+        self.0
+    }
+    fn new_id(&mut self) -> String {
+        "new".into()
+    }
+}
+
+fn queue_of_four() -> MemStore {
+    let mut store = MemStore::new();
+    for i in 0..4 {
+        store.seed(json!({"id": format!("r{i}"), "owner": "alice", "target": format!("w:{i}"), "kind": "update",
+                          "body": {"i": i}, "savedAt": T0 + i, "state": "queued"}));
+    }
+    store
+}
+
+/// The target of the first row the flush claims, with `unit` as every draw.
+fn first_claimed(unit: f64) -> String {
+    let store = queue_of_four();
+    let mut out = Outstanding::new();
+    let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
+    opts.concurrency = 1;
+    let mut f = Flush::new(opts, &mut out);
+    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
+    f.handle_rows(token, &store.read_owner(&owner), outbox_core::Millis(T0), &mut Fixed(unit), &mut out);
+    let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims") };
+    match &scopes[0] {
+        outbox_core::Scope::Id(id) => store.get(id).unwrap()["target"].as_str().unwrap().to_owned(),
+        other => panic!("a claim reads its row by id, not {other:?}"),
+    }
+}
+
+#[test]
+fn claiming_starts_at_the_place_the_draw_names() {
+    assert_eq!(first_claimed(0.0), "w:0");
+    assert_eq!(first_claimed(0.5), "w:2");
+    assert_eq!(first_claimed(0.74), "w:2");
+    assert_eq!(first_claimed(0.76), "w:3");
+    // A draw outside [0, 1) from a careless random source still names a row.
+    assert_eq!(first_claimed(1.0), "w:3");
+    assert_eq!(first_claimed(-3.0), "w:0");
+}
+
+#[test]
+fn meeting_another_tabs_claims_reads_the_queue_again_at_once() {
+    let mut w = World::new(2);
+    for i in 0..3 {
+        let _ = w.enqueue(0, update("alice", &format!("w:{i}"), json!({"i": i})));
+    }
+    w.start_flush(0, "alice");
+    w.step(0, 0, &mut truthful); // A reads the queue
+    w.start_flush(1, "alice");
+    w.step(1, 0, &mut truthful); // B reads it too
+    w.step(1, 0, &mut truthful); // and claims every row first
+    assert!(matches!(w.tabs[0].inbox[..], [Request::Write { .. }]));
+    w.step(0, 0, &mut truthful); // A's claim batch is stale
+    assert_eq!(w.tabs[0].reports.len(), 0, "A goes on");
+    assert!(
+        matches!(w.tabs[0].inbox[..], [Request::ReadOwner { .. }]),
+        "A reads the queue again instead of ending or meeting B's rows one by one: {:?}",
+        w.tabs[0].inbox
+    );
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!((rep.claimed, rep.stale), (0, 3));
+}
