@@ -26,7 +26,7 @@ fi
 
 out=target/mutants
 mkdir -p "$out"
-args=(-p outbox-core --timeout 300 -j 1 -o "$out")
+args=(-p outbox-core --timeout 60 -j 1 -o "$out")
 if [ "${1:-}" = "--changed" ]; then
   rev="${2:-HEAD~1}"
   if ! git rev-parse --verify -q "$rev" >/dev/null; then
