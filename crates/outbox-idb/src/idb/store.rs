@@ -4,7 +4,7 @@
 
 use super::request::{completion, request};
 use super::schema::{open, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, STORE};
-use crate::convert::{stored_from_js, to_js};
+use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
 use outbox_core::plan::{matches_expected, rows_in_scopes};
@@ -222,7 +222,11 @@ impl Store {
         for (id, value) in &view.writes {
             match value {
                 None => store.delete(&JsValue::from_str(id)),
-                Some(v) => store.put(&to_js(v)),
+                // Markers become the stored values they stand for again (SPEC §3 rule 2);
+                // any failure aborts, so that no put of this replace is committed alone.
+                Some(v) => stored_to_js(id, v).and_then(|js| store.put(&js)).inspect_err(|_| {
+                    let _ = tx.abort();
+                }),
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }
