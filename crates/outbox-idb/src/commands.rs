@@ -184,7 +184,7 @@ impl Outbox {
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Ticket")] ticket: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Outcome")] outcome: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "AckPorts | undefined")] ports: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "AckPorts")] ports: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
@@ -225,7 +225,7 @@ impl Outbox {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "unknown")] body: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] body: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
@@ -320,7 +320,7 @@ impl Outbox {
     /// Counts by state, the oldest queued age, undecodable rows and this tab's counters
     /// (SPEC §12), for `owner` or for every owner.
     #[wasm_bindgen(unchecked_return_type = "Promise<Metrics>")]
-    pub fn metrics(&self, #[wasm_bindgen(unchecked_param_type = "string | undefined")] owner: JsValue) -> Promise {
+    pub fn metrics(&self, #[wasm_bindgen(unchecked_optional_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;

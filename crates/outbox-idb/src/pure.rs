@@ -63,9 +63,9 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
 #[wasm_bindgen(js_name = classifyHttp, unchecked_return_type = "Outcome")]
 pub fn classify_http_js(
     #[wasm_bindgen(unchecked_param_type = "number")] status: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "Headers | Record<string, string> | undefined")] headers: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "unknown")] body: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "number | undefined")] now: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "Headers | Record<string, string> | null")] headers: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "unknown")] body: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "number")] now: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let s = number(&status, "status")?;
     if !(0.0..=999.0).contains(&s) || s.fract() != 0.0 {
@@ -80,10 +80,10 @@ pub fn classify_http_js(
 /// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order.
 #[wasm_bindgen(js_name = selectSendable, unchecked_return_type = "OutboxRow[]")]
 pub fn select_sendable_js(
-    #[wasm_bindgen(unchecked_param_type = "OutboxRow[]")] rows: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ReadonlyArray<OutboxRow | UndecodableRow>")] rows: JsValue,
     #[wasm_bindgen(js_name = tabId, unchecked_param_type = "string")] tab_id: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    #[wasm_bindgen(js_name = leaseMs, unchecked_param_type = "number | undefined")] lease_ms: JsValue,
+    #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let rows: Array = rows.dyn_into().map_err(|_| OutboxError::invalid("`rows` must be an array"))?;
     let tab_id = tab_id.as_string().ok_or_else(|| OutboxError::invalid("`tabId` must be a string"))?;
@@ -107,7 +107,7 @@ pub fn select_sendable_js(
 pub fn is_row_in_flight_js(
     #[wasm_bindgen(unchecked_param_type = "OutboxRow")] row: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
-    #[wasm_bindgen(js_name = leaseMs, unchecked_param_type = "number | undefined")] lease_ms: JsValue,
+    #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<bool, JsValue> {
     let now = Millis(number(&now, "now")? as i64);
     Ok(match Stored::from_value(&row_from_app(&row)) {
