@@ -21,7 +21,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use walk::{Mode, Refusal, Seg, Walker};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 pub use kept::unsendable_reason;
 pub use walk::{MAX_APP_DEPTH, OPAQUE_KEY};
@@ -60,11 +59,11 @@ pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
 /// # Errors
 /// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
 pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
-    if !v.is_object() || js_sys::Array::is_array(v) {
-        let what = if root.is_empty() { "the value".to_owned() } else { format!("`{root}`") };
-        return Err(OutboxError::invalid(format!("{what} must be an object")));
+    let what = || if root.is_empty() { "the value".to_owned() } else { format!("`{root}`") };
+    if !v.is_object() || walk::is_array(v).unwrap_or(true) {
+        return Err(OutboxError::invalid(format!("{} must be an object", what())));
     }
-    let keys = js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>());
+    let keys = walk::own_keys(v).map_err(|_| OutboxError::invalid(format!("{} cannot be read", what())))?;
     let mut out = Map::new();
     for key in keys.iter() {
         let Some(k) = key.as_string() else { continue };

@@ -127,6 +127,8 @@ const HOSTILE_BODIES: &[(&str, &str, &str)] = &[
     ("{ s: 'ab\\uD800' }", "body.s", "surrogate"),
     ("(() => { const o = { a: {} }; o.a.back = o; return o; })()", "body.a.back", "cycle"),
     ("{ k: { $outboxOpaque: 'Date:1' } }", "body.k", "$outboxOpaque"),
+    ("{ p: new Proxy({}, { ownKeys() { throw new Error('no keys'); } }) }", "body.p", "cannot be read"),
+    ("{ get g() { throw new Error('boom'); } }", "body.g", "cannot be read (boom)"),
 ];
 
 #[wasm_bindgen_test]
@@ -141,6 +143,8 @@ async fn s3_rule4_enqueue_refuses_each_value_json_cannot_hold_naming_its_path() 
         assert!(message.contains(&format!("`{path}`")), "{body}: names the path {path}: {message}");
         assert!(message.contains(what), "{body}: says what it is ({what}): {message}");
     }
+    let proxy = expr("new Proxy({}, { ownKeys() { throw new Error('no keys'); } })");
+    assert_eq!(refused(a.enqueue(proxy)).await.0, "INVALID_ARGUMENT", "a hostile operation object");
     assert_eq!(raw_all(&db).await.length(), 0, "nothing was written");
     // Leaving an optional field of the operation `undefined` is fine: it is absent.
     let op = obj(json!({"owner": "alice", "kind": "create", "body": {"a": 1}}));

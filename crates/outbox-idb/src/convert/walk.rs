@@ -29,11 +29,11 @@ pub const OPAQUE_KEY: &str = "$outboxOpaque";
 extern "C" {
     // Bound here with `catch`: on a Proxy these run app code that may throw.
     #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
-    fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    pub(super) fn is_array(v: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Object, js_name = getPrototypeOf)]
     fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
-    fn own_keys(v: &JsValue) -> Result<Array, JsValue>;
+    pub(super) fn own_keys(v: &JsValue) -> Result<Array, JsValue>;
     #[wasm_bindgen(catch, js_name = String)]
     fn js_string(v: &JsValue) -> Result<JsString, JsValue>;
 }
@@ -271,6 +271,7 @@ impl Walker {
         let mut reserved = false;
         for key in keys.iter() {
             let Some(k) = valid_string(&key) else {
+                self.kept.truncate(kept_before);
                 let what = "an object with a key holding an unpaired surrogate".to_owned();
                 return self.foreign(v, Foreign { what, marker: format!("Object:{:016x}", utf16_digest(&key)) });
             };
