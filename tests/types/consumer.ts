@@ -12,7 +12,21 @@ export async function app(): Promise<void> {
     const fence: number | undefined = row.claim?.fence;
     void state, fence;
   }
+  // `revision: null` is "no revision", as `OutboxRow.revision` reads it back.
+  await outbox.enqueue({ owner: "alice", kind: "update", target: "workout:42", body: { weight: 81 }, revision: null });
   const all: Array<OutboxRow | UndecodableRow> = await outbox.rows("alice");
+  // The listed rows narrow on `undecodable`.
+  for (const r of all) {
+    if (r.undecodable) {
+      const why: string = r.error;
+      const id: string | null = r.id;
+      void why, id;
+    } else {
+      const state: OutboxRow["state"] = r.state;
+      const fingerprint: string = r.fingerprint;
+      void state, fingerprint;
+    }
+  }
   const send = async (op: SendOp): Promise<Outcome> => classifyHttp(op.attempt > 3 ? 503 : 200, { "Retry-After": "1" }, null, Date.now());
   const report: FlushReport = await outbox.flush({
     owner: "alice",
@@ -28,7 +42,19 @@ export async function app(): Promise<void> {
     void applied;
   }
   const m: Metrics = await outbox.metrics(undefined);
+  // Optional parameters of SPEC §15 can be left out.
+  const everyOwner: Metrics = await outbox.metrics();
+  const retried: boolean = await outbox.retryBlocked("alice", "row-id");
+  const classified: Outcome = classifyHttp(503, { "Retry-After": "2" }, null);
+  const networkError: Outcome = classifyHttp(0);
+  if (ticket) {
+    const applied: "applied" | "not-mine" = await outbox.ack("alice", "row-id", ticket, { type: "success", receipt: {} });
+    void applied;
+  }
+  void everyOwner, retried, classified, networkError;
   const sendable: OutboxRow[] = selectSendable(all.filter((r): r is OutboxRow => !("undecodable" in r)), "tab-a", Date.now(), undefined);
+  const sendableNow: OutboxRow[] = selectSendable(all, "tab-a", Date.now());
+  void sendableNow;
   const flying: boolean = isRowInFlight(sendable[0], Date.now(), 10_000);
   const unsubscribe: () => void = outbox.subscribe((notice) => console.log(notice.change, notice.tabId));
   unsubscribe();

@@ -1,7 +1,7 @@
 //! The outbox commands besides `flush` (SPEC §15). Each one is a read and/or one replace
 //! transaction planned by `outbox_core`; bad arguments fail before anything is written.
 
-use crate::convert::{from_js, to_js};
+use crate::convert::{fields_from_js, from_js, outcome_from_js, row_to_js, to_js, unsendable_reason};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::Durability;
@@ -13,7 +13,7 @@ use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
-use outbox_core::{decode, encode, Flush, FlushOptions, Outcome, ReplaceOutcome, Scope, Ticket};
+use outbox_core::{decode, encode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
@@ -21,8 +21,13 @@ fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
     rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }
 
-fn undecodable_entry(u: &outbox_core::Undecodable) -> Value {
-    json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": u.error.to_string(), "raw": u.raw})
+/// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
+/// what JSON cannot hold (SPEC §3 rule 3).
+fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
+    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
+    let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
+    let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
+    entry
 }
 
 /// The decodable row `id` of `owner`, as stored now (read outside any write).
@@ -75,7 +80,10 @@ impl Outbox {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
-            let op = NewOperation::from_json(&from_js(&op, "the operation")?)?;
+            if !op.is_object() {
+                return Err(OutboxError::invalid("the operation must be an object {owner, kind, target?, body, …}"));
+            }
+            let op = NewOperation::from_json(&fields_from_js(&op, "")?)?;
             let id = uuid::Uuid::new_v4().to_string();
             let reissue = uuid::Uuid::new_v4().to_string();
             let now = inner.now();
@@ -92,7 +100,7 @@ impl Outbox {
                 return Err(OutboxError::storage("enqueue", &"the scope changed inside its own transaction".into()));
             }
             inner.notifier.changed("enqueue", Some(&op.owner));
-            Ok(stored.flatten().map_or(JsValue::NULL, |v| to_js(&v)))
+            Ok(stored.flatten().map_or(JsValue::NULL, |v| row_to_js(&v)))
         })
     }
 
@@ -104,19 +112,29 @@ impl Outbox {
         promise(async move {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
-            let mut out: Vec<Value> = inner
+            let mut out: Vec<(Value, Stored)> = inner
                 .store
                 .read_all()
                 .await?
                 .into_iter()
-                .filter_map(|raw| match Stored::from_value(&raw) {
-                    Stored::Row(r) if r.owner == owner => Some(raw),
-                    Stored::Undecodable(u) if u.owner.as_deref() == Some(&owner) => Some(undecodable_entry(&u)),
-                    _ => None,
+                .map(|raw| {
+                    let stored = Stored::from_value(&raw);
+                    (raw, stored)
+                })
+                .filter(|(_, stored)| match stored {
+                    Stored::Row(r) => r.owner == owner,
+                    Stored::Undecodable(u) => u.owner.as_deref() == Some(&owner),
                 })
                 .collect();
-            out.sort_by_key(|v| sort_key(v.get("raw").filter(|_| v.get("undecodable").is_some()).unwrap_or(v)));
-            Ok(to_js(&out))
+            out.sort_by_key(|(raw, _)| sort_key(raw));
+            let out: Array = out
+                .iter()
+                .map(|(raw, stored)| match stored {
+                    Stored::Row(_) => row_to_js(raw),
+                    Stored::Undecodable(u) => undecodable_entry(u),
+                })
+                .collect();
+            Ok(JsValue::from(out))
         })
     }
 
@@ -166,16 +184,15 @@ impl Outbox {
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Ticket")] ticket: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Outcome")] outcome: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "AckPorts | undefined")] ports: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "AckPorts")] ports: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let ticket: Ticket = serde_wasm_bindgen::from_value(ticket)
+            let ticket: Ticket = serde_json::from_value(fields_from_js(&ticket, "ticket")?)
                 .map_err(|e| OutboxError::invalid(format!("`ticket` must be {{tabId, fence}}: {e}")))?;
-            let outcome: Outcome = serde_wasm_bindgen::from_value(outcome)
-                .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))?;
+            let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;
             inner.counters.borrow_mut().record(&outcome);
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
@@ -208,16 +225,24 @@ impl Outbox {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "unknown")] body: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] body: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let body = if body.is_undefined() { None } else { Some(from_js(&body, "`body`")?) };
+            // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
+            // rule 4) — JSON, and an object for a create or an update; `null` is a body.
+            let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 return Ok(JsValue::FALSE);
             };
+            if body.as_ref().is_some_and(|b| row.kind != Kind::Delete && !b.is_object()) {
+                return Err(OutboxError::invalid(format!(
+                    "`body` must be a JSON object for a {} (leave it out to keep the body)",
+                    row.kind.as_str()
+                )));
+            }
             let new_id = uuid::Uuid::new_v4().to_string();
             let r = inner
                 .store
@@ -274,7 +299,7 @@ impl Outbox {
                 .await?
                 .iter()
                 .filter_map(|raw| match Stored::from_value(raw) {
-                    Stored::Undecodable(u) => Some(to_js(&undecodable_entry(&u))),
+                    Stored::Undecodable(u) => Some(undecodable_entry(&u)),
                     Stored::Row(_) => None,
                 })
                 .collect();
@@ -295,7 +320,7 @@ impl Outbox {
     /// Counts by state, the oldest queued age, undecodable rows and this tab's counters
     /// (SPEC §12), for `owner` or for every owner.
     #[wasm_bindgen(unchecked_return_type = "Promise<Metrics>")]
-    pub fn metrics(&self, #[wasm_bindgen(unchecked_param_type = "string | undefined")] owner: JsValue) -> Promise {
+    pub fn metrics(&self, #[wasm_bindgen(unchecked_optional_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;

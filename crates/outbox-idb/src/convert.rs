@@ -1,27 +1,128 @@
-//! JSON values across the boundary. Objects go out as plain objects (not `Map`s), so that
-//! IndexedDB key paths work.
+//! Values across the boundary.
+//!
+//! - What the app gives (bodies, operations, outcomes, receipts, tickets) must be JSON:
+//!   anything JSON cannot hold is refused with `INVALID_ARGUMENT` naming where it is
+//!   (SPEC §3 rule 4), never silently changed.
+//! - What is stored is read whatever it holds: values JSON cannot hold (another writer's
+//!   `Date` or `Blob` in a field this version does not know) are carried through as stored
+//!   (SPEC §3 rule 2), see [`kept`].
+//! - Nothing given or stored can take the module down: every walk is bounded in depth and
+//!   work and stops at cycles, see [`walk`].
+//!
+//! Objects go out as plain objects (not `Map`s), so that IndexedDB key paths work.
+
+mod kept;
+mod walk;
 
 use crate::error::{OutboxError, Result};
+use outbox_core::intent::Prepared;
+use outbox_core::Outcome;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use walk::{Mode, Refusal, Seg, Walker};
 use wasm_bindgen::prelude::*;
+
+pub use kept::unsendable_reason;
+pub use walk::{MAX_APP_DEPTH, OPAQUE_KEY};
 
 /// Any serializable value as a plain JS value.
 pub fn to_js<T: Serialize + ?Sized>(v: &T) -> JsValue {
     v.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).unwrap_or(JsValue::NULL)
 }
 
-/// A JS value from the app as JSON; `what` names the argument in the error.
-pub fn from_js(v: &JsValue, what: &str) -> Result<Value> {
-    serde_wasm_bindgen::from_value(v.clone()).map_err(|e| OutboxError::invalid(format!("{what} is not JSON: {e}")))
+fn refused(r: Refusal) -> OutboxError {
+    let tail = if r.path == "body" || r.path.starts_with("body.") || r.path.starts_with("body[") {
+        "only JSON values can be queued"
+    } else {
+        "only JSON values are accepted"
+    };
+    OutboxError::invalid(format!("`{}` {}; {tail}", r.path, r.problem))
 }
 
-/// A stored value as JSON. A value JSON cannot hold (a `Date`, a `Blob`, written by some
-/// other code) becomes a stand-in that keeps its key, so it decodes as undecodable and is
-/// left exactly as it is in the store (nothing ever writes it back).
+/// A value the app gave, as JSON; `root` names it in errors (`body` → "`body.at` is a
+/// Date; only JSON values can be queued").
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the first value JSON cannot hold: `undefined`, `NaN`,
+/// `±Infinity`, a `BigInt`, symbol or function, a string with an unpaired surrogate, any
+/// object but an array or a plain object (`Date`, `Blob`, `Map`, typed arrays, class
+/// instances…), an object using the reserved key `$outboxOpaque`, a cycle, or nesting
+/// deeper than [`MAX_APP_DEPTH`].
+pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
+    Walker::new(Mode::App, vec![Seg::Key(root.to_owned())]).walk(v).map_err(refused)
+}
+
+/// An argument object of the app (an operation, an outcome, a ticket): its own fields as
+/// JSON, where a field set to `undefined` is absent (as for any optional argument in JS).
+/// `root` prefixes the paths in errors (`""` for none).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
+pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
+    let what = || if root.is_empty() { "the value".to_owned() } else { format!("`{root}`") };
+    if !v.is_object() || walk::is_array(v).unwrap_or(true) {
+        return Err(OutboxError::invalid(format!("{} must be an object", what())));
+    }
+    let keys = walk::own_keys(v).map_err(|_| OutboxError::invalid(format!("{} cannot be read", what())))?;
+    let mut out = Map::new();
+    for key in keys.iter() {
+        let Some(k) = key.as_string() else { continue };
+        let field = js_sys::Reflect::get(v, &key).map_err(|_| OutboxError::invalid(format!("`{k}` cannot be read")))?;
+        if field.is_undefined() {
+            continue;
+        }
+        let mut root_path = Vec::new();
+        if !root.is_empty() {
+            root_path.push(Seg::Key(root.to_owned()));
+        }
+        root_path.push(Seg::Key(k.clone()));
+        out.insert(k, Walker::new(Mode::App, root_path).walk(&field).map_err(refused)?);
+    }
+    Ok(Value::Object(out))
+}
+
+/// A stored value as the planner's JSON. Never fails: values JSON cannot hold become
+/// markers whose originals are kept for writing the row back ([`stored_to_js`]) and for
+/// showing it to the app ([`row_to_js`]); a row with one in a known field reads as
+/// undecodable (SPEC §3 rule 3).
 pub fn stored_from_js(v: &JsValue) -> Value {
-    serde_wasm_bindgen::from_value(v.clone()).unwrap_or_else(|e| {
-        let id = js_sys::Reflect::get(v, &"id".into()).ok().and_then(|i| i.as_string());
-        serde_json::json!({"id": id, "unrepresentable": e.to_string()})
-    })
+    kept::read(v, true)
+}
+
+/// A row the app hands back (to `selectSendable`, `isRowInFlight`), read as a stored row
+/// but without keeping anything.
+pub fn row_from_app(v: &JsValue) -> Value {
+    kept::read(v, false)
+}
+
+/// A row to write (`put`), with the stored values its markers stand for.
+///
+/// # Errors
+/// A marker whose original is unknown: nothing of this transaction may be written then.
+pub fn stored_to_js(id: &str, row: &Value) -> std::result::Result<JsValue, JsValue> {
+    kept::to_store(id, row)
+}
+
+/// A stored row for the app, with the values JSON cannot hold as they are stored.
+pub fn row_to_js(row: &Value) -> JsValue {
+    kept::to_app(row)
+}
+
+/// An `Outcome` the app gives (returned by `send`, or passed to `ack`).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when it is not JSON (a `Date` as `actualRevision` would otherwise be
+/// stored as a revision) or not an `Outcome`.
+pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
+    serde_json::from_value(fields_from_js(v, "outcome")?)
+        .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))
+}
+
+/// What `prepareSuccessor` returned: `{target, body, revision}`, all JSON.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when it is not JSON or lacks a `target`.
+pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
+    serde_json::from_value(fields_from_js(v, "")?)
+        .map_err(|e| OutboxError::invalid(format!("prepareSuccessor must return {{target, body, revision?}}: {e}")))
 }

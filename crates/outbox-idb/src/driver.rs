@@ -3,7 +3,7 @@
 //! machine asks for — reads, one-transaction writes, sends, port calls — and hands back
 //! their results. Sends and ports are awaited between transactions, never inside one.
 
-use crate::convert::{from_js, to_js};
+use crate::convert::{from_js, outcome_from_js, prepared_from_js, to_js};
 use crate::error::{OutboxError, Result};
 use crate::idb::store::Planner;
 use crate::idb::Durability;
@@ -11,7 +11,6 @@ use crate::inner::Inner;
 use futures_util::future::{FutureExt, LocalBoxFuture};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use js_sys::{Function, Promise, Reflect};
-use outbox_core::intent::Prepared;
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -155,9 +154,11 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         Request::Send { token, op } => {
             let outcome = match &ports.send {
                 Some(send) => match call(send, &to_js(&op)).await {
-                    Ok(v) => serde_wasm_bindgen::from_value::<Outcome>(v).unwrap_or_else(|e| {
+                    // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
+                    // reported and may be stored, never silently changed.
+                    Ok(v) => outcome_from_js(&v).unwrap_or_else(|e| {
                         web_sys::console::warn_1(
-                            &format!("outbox: send returned no Outcome ({e}); retrying later").into(),
+                            &format!("outbox: send returned no Outcome ({}); retrying later", e.message).into(),
                         );
                         Outcome::transient("BAD_OUTCOME")
                     }),
@@ -178,7 +179,11 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                     let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
                     let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
                     match call(f, &arg).await {
-                        Ok(v) => serde_wasm_bindgen::from_value::<Prepared>(v).map_err(|e| e.to_string()),
+                        // Not JSON: the intent is quarantined as for a port that throws (§7).
+                        Ok(v) => prepared_from_js(&v).map_err(|e| {
+                            web_sys::console::warn_1(&format!("outbox: prepareSuccessor: {}", e.message).into());
+                            e.message
+                        }),
                         Err(_) => Err("prepareSuccessor threw".to_owned()),
                     }
                 }

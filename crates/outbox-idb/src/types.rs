@@ -4,8 +4,13 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** A stored row, format v1 (SPEC §3). Unknown fields are kept as stored. */
+/**
+ * A stored row, format v1 (SPEC §3). Fields this version does not know are kept as stored,
+ * whatever they hold (a `Date` or `Blob` another writer put there stays one).
+ * `undecodable` is never set: it tells these apart from `UndecodableRow` in `rows()`.
+ */
 export interface OutboxRow {
+  undecodable?: undefined;
   id: string;
   owner: string;
   target: string;
@@ -29,7 +34,11 @@ export interface OutboxRow {
   [unknown: string]: unknown;
 }
 
-/** A stored value this version cannot decode; never sent, claimed, merged or purged. */
+/**
+ * A stored value this version cannot decode; never sent, claimed, merged or purged (SPEC §3).
+ * `raw` is the value as stored. A row whose `body` (or another field this version reads)
+ * holds what JSON cannot — a `Date` put there by other code — is one of these.
+ */
 export interface UndecodableRow {
   id: string | null;
   owner: string | null;
@@ -53,8 +62,16 @@ export interface EnqueueInput {
   owner: string;
   target?: string;
   kind: "create" | "update" | "delete";
+  /**
+   * JSON only: plain objects, arrays, strings, finite numbers, booleans, null, at most 256
+   * levels deep. Anything else is refused with `INVALID_ARGUMENT` naming where it is —
+   * a `Date`, `Blob`, `Map`, `Set`, `BigInt`, typed array, function, class instance, `NaN`,
+   * `Infinity`, a cycle — and so is a property set to `undefined` (leave the key out; JSON
+   * would drop it silently). An object for create and update.
+   */
   body?: unknown;
-  revision?: number;
+  /** Base revision; `null` or absent: none. */
+  revision?: number | null;
 }
 
 export type Outcome =
@@ -76,6 +93,7 @@ export interface SendOp {
   owner: string;
 }
 
+/** The real request of an intent; `body` must be JSON as at enqueue, or the intent is blocked. */
 export interface Prepared { target: string; body: unknown; revision?: number | null }
 
 export interface AckPorts {

@@ -64,7 +64,12 @@ async fn ok(p: js_sys::Promise) -> Value {
 }
 
 async fn code_of(p: js_sys::Promise) -> String {
-    let err = done(p).await.expect_err("call fails");
+    sync_code(done(p).await)
+}
+
+/// The `code` of the `Error` a call threw.
+fn sync_code<T: std::fmt::Debug>(r: Result<T, JsValue>) -> String {
+    let err = r.expect_err("call fails");
     assert!(err.is_instance_of::<js_sys::Error>(), "an Error object");
     Reflect::get(&err, &"code".into()).unwrap().as_string().unwrap()
 }
@@ -86,25 +91,36 @@ async fn all_rows(store: &std::rc::Rc<Store>) -> Vec<Value> {
 #[wasm_bindgen_test]
 async fn replace_concurrent_plans_on_one_expected_state_exactly_one_commits() {
     let store = Store::open(&db_name("concurrent")).await.unwrap();
-    let row =
-        json!({"id": "r1", "owner": "o", "target": "t", "kind": "update", "body": {}, "savedAt": 1, "state": "queued"});
+    let row = json!({"id": "r1", "owner": "o", "target": "t", "kind": "update", "body": {"n": 0}, "savedAt": 1,
+                     "state": "queued"});
     let seed = ReplacePlan { scopes: vec![], expected: vec![], deletes: vec![], puts: vec![row.clone()] };
     let r = store.transact(&[], Durability::Strict, |_| Some(seed)).await.unwrap();
     assert_eq!(r, Some(ReplaceOutcome::Committed));
     let scope = vec![Scope::target("o", "t")];
     let read = store.read(&scope).await.unwrap();
     let attempts = (0..8).map(|i| {
-        let mut put = row.clone();
-        put["body"] = json!({"writer": i});
-        let plan = ReplacePlan { scopes: scope.clone(), expected: read.clone(), deletes: vec![], puts: vec![put] };
-        let store = store.clone();
-        let scope = scope.clone();
-        async move { store.transact(&scope, Durability::Default, move |_| Some(plan)).await.unwrap() }
+        let (store, scope, read) = (store.clone(), scope.clone(), read.clone());
+        async move {
+            store
+                .transact(&scope.clone(), Durability::Default, move |current| {
+                    // Planned from the row as re-read inside the transaction (a counter bump),
+                    // expecting the state all eight read before: only the first can match.
+                    let mut put = current.first()?.clone();
+                    put["body"]["n"] = json!(put["body"]["n"].as_i64()? + 1);
+                    put["body"]["writer"] = json!(i);
+                    Some(ReplacePlan { scopes: scope, expected: read, deletes: vec![], puts: vec![put] })
+                })
+                .await
+                .unwrap()
+        }
     });
     let results = join_all(attempts).await;
     let committed = results.iter().filter(|r| **r == Some(ReplaceOutcome::Committed)).count();
     assert_eq!(committed, 1, "{results:?}");
     assert_eq!(results.iter().filter(|r| **r == Some(ReplaceOutcome::Stale)).count(), 7);
+    let stored = all_rows(&store).await;
+    let winner = results.iter().position(|r| *r == Some(ReplaceOutcome::Committed)).unwrap();
+    assert_eq!(stored[0]["body"], json!({"n": 1, "writer": winner}), "one bump, by the one that committed");
 }
 
 #[wasm_bindgen_test]
@@ -305,13 +321,15 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
     assert_eq!(code_of(a.metrics(JsValue::from(false))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": ""})))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": "x", "leaseMs": -1})))).await, "INVALID_ARGUMENT");
-    assert!(outbox_idb::classify_http_js("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED).is_err());
-    assert!(outbox_idb::classify_http_js(200.into(), JsValue::from(5), JsValue::NULL, JsValue::UNDEFINED).is_err());
-    assert!(outbox_idb::select_sendable_js(JsValue::from(1), "t".into(), T0.into(), JsValue::UNDEFINED).is_err());
-    assert!(outbox_idb::select_sendable_js(js_sys::Array::new().into(), JsValue::NULL, T0.into(), JsValue::UNDEFINED)
-        .is_err());
-    assert!(outbox_idb::is_row_in_flight_js(obj(json!({})), "soon".into(), JsValue::UNDEFINED).is_err());
-    assert!(a.subscribe(JsValue::from(1)).is_err());
+    let invalid = "INVALID_ARGUMENT";
+    let classify = outbox_idb::classify_http_js;
+    assert_eq!(sync_code(classify("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED)), invalid);
+    assert_eq!(sync_code(classify(200.into(), JsValue::from(5), JsValue::NULL, JsValue::UNDEFINED)), invalid);
+    let select = outbox_idb::select_sendable_js;
+    assert_eq!(sync_code(select(JsValue::from(1), "t".into(), T0.into(), JsValue::UNDEFINED)), invalid);
+    assert_eq!(sync_code(select(js_sys::Array::new().into(), JsValue::NULL, T0.into(), JsValue::UNDEFINED)), invalid);
+    assert_eq!(sync_code(outbox_idb::is_row_in_flight_js(obj(json!({})), "soon".into(), JsValue::UNDEFINED)), invalid);
+    assert_eq!(sync_code(a.subscribe(JsValue::from(1))), invalid);
     assert!(all_rows(&store).await.is_empty(), "nothing was written");
     a.close();
     assert_eq!(code_of(a.rows("alice".into())).await, "CLOSED");

@@ -5,7 +5,7 @@
 use super::connection::Connection;
 use super::request::{completion, request};
 use super::schema::{BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
-use crate::convert::{stored_from_js, to_js};
+use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
 use outbox_core::plan::{matches_expected, rows_in_scopes};
@@ -196,7 +196,9 @@ impl Store {
         for (id, value) in &view.writes {
             match value {
                 None => store.delete(&JsValue::from_str(id)),
-                Some(v) => store.put(&to_js(v)),
+                // Markers become the stored values they stand for again (SPEC §3 rule 2). A
+                // failure returns early: the armed guard aborts, so nothing is half-written.
+                Some(v) => stored_to_js(id, v).and_then(|js| store.put(&js)),
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }

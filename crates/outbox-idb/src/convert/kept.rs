@@ -1,0 +1,228 @@
+//! Stored values JSON cannot hold, carried through as stored (SPEC §3 rule 2).
+//!
+//! Reading a row, the walker replaces each such value by a marker — `{"$outboxOpaque":
+//! "Date:1700000000000"}`, a stable digest, so two reads of the same stored value give equal
+//! JSON and the replace comparison (§4) still means something — and keeps the original here,
+//! by row id and path. Writing a row, each marker is replaced by the original read last for
+//! that row and path, so IndexedDB stores the same `Date` or `Blob` again. Every replace
+//! re-reads its rows inside its transaction just before writing them (§4), so the original
+//! written is the one read in that same transaction.
+//!
+//! A marker inside a field this version knows (`body`, `revision`, …) cannot be sent or
+//! planned on: such a row is shown to the planner without `body`, which makes it
+//! undecodable (§3 rule 3: never sent, claimed or written; reported; left as it is).
+
+use super::walk::{as_marker, path_string, Kept, Mode, Seg, Walker};
+use js_sys::{Array, Object, Reflect};
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use wasm_bindgen::prelude::*;
+
+/// Where the planner's JSON of an unsendable row keeps its body and why it is unsendable.
+pub const UNSENDABLE_KEY: &str = "$outboxUnsendable";
+
+/// Rows whose originals are kept. Rows read again replace their entry, so this only grows
+/// with rows deleted since; past the cap the oldest half is dropped.
+const MAX_ROWS_KEPT: usize = 4096;
+
+/// The fields of SPEC §3 that this version reads, and the known parts of the three
+/// objects whose other keys it carries through as unknown fields.
+const KNOWN: &[&str] = &[
+    "id",
+    "owner",
+    "target",
+    "kind",
+    "body",
+    "revision",
+    "fingerprint",
+    "savedAt",
+    "state",
+    "sentAt",
+    "deferredAt",
+    "heldAt",
+    "blockedAt",
+    "nextAttemptAt",
+    "blockedCode",
+    "successorOf",
+    "conflict",
+    "noMerge",
+];
+const KNOWN_INSIDE: &[(&str, &[&str])] = &[
+    ("claim", &["tabId", "expiresAt", "fence"]),
+    ("evidence", &["attemptCount", "lastAttemptAt", "lastErrorCode"]),
+    ("writer", &["bundle", "at"]),
+];
+
+struct Entry {
+    generation: u64,
+    kept: Vec<Kept>,
+    /// The stored value as read.
+    whole: JsValue,
+}
+
+#[derive(Default)]
+struct Registry {
+    rows: HashMap<String, Entry>,
+    generation: u64,
+}
+
+thread_local! {
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// The planner's JSON of a stored value; what JSON cannot hold is kept (when `remember`)
+/// for [`to_store`] and [`to_app`].
+pub fn read(v: &JsValue, remember: bool) -> Value {
+    let mut walker = Walker::new(Mode::Stored, vec![]);
+    // Stored mode never refuses.
+    let mut json = walker.walk(v).unwrap_or(Value::Null);
+    let kept = walker.kept;
+    if let Some(bad) = kept.iter().find(|k| in_known_field(&k.path)) {
+        quarantine(&mut json, bad);
+    }
+    if remember {
+        if let Some(id) = json.get("id").and_then(Value::as_str) {
+            REGISTRY.with(|r| r.borrow_mut().remember(id, kept, v));
+        }
+    }
+    json
+}
+
+fn in_known_field(path: &[Seg]) -> bool {
+    let Some(Seg::Key(first)) = path.first() else { return true };
+    if KNOWN.contains(&first.as_str()) {
+        return true;
+    }
+    match KNOWN_INSIDE.iter().find(|(k, _)| k == first) {
+        Some((_, inside)) => match path.get(1) {
+            Some(Seg::Key(k)) => inside.contains(&k.as_str()),
+            _ => true,
+        },
+        None => false,
+    }
+}
+
+/// Takes `body` out of the planner's view of the row, so that it decodes as undecodable
+/// (SPEC §3 rule 3), and says why. Deterministic: the same stored row gives the same JSON.
+fn quarantine(json: &mut Value, bad: &Kept) {
+    let Some(map) = json.as_object_mut() else { return };
+    let mut why = Map::new();
+    why.insert("path".into(), Value::String(path_string(&bad.path)));
+    why.insert("is".into(), Value::String(bad.what.clone()));
+    if let Some(body) = map.shift_remove("body") {
+        why.insert("body".into(), body);
+    }
+    map.insert(UNSENDABLE_KEY.into(), Value::Object(why));
+}
+
+/// Why a row read by [`read`] is undecodable, when a known field holds what JSON cannot.
+#[must_use]
+pub fn unsendable_reason(raw: &Value) -> Option<String> {
+    let why = raw.get(UNSENDABLE_KEY)?;
+    let path = why.get("path").and_then(Value::as_str).unwrap_or("?");
+    let is = why.get("is").and_then(Value::as_str).unwrap_or("not JSON");
+    Some(format!("`{path}` is {is}, which JSON cannot hold: this version never sends the row"))
+}
+
+impl Registry {
+    fn remember(&mut self, id: &str, kept: Vec<Kept>, whole: &JsValue) {
+        if kept.is_empty() {
+            self.rows.remove(id);
+            return;
+        }
+        self.generation += 1;
+        let entry = Entry { generation: self.generation, kept, whole: whole.clone() };
+        self.rows.insert(id.to_owned(), entry);
+        if self.rows.len() > MAX_ROWS_KEPT {
+            let mut generations: Vec<u64> = self.rows.values().map(|e| e.generation).collect();
+            generations.sort_unstable();
+            let cut = generations[generations.len() / 2];
+            self.rows.retain(|_, e| e.generation >= cut);
+        }
+    }
+
+    /// The original behind `marker` at `path` of row `id`: the row's own, else (a row
+    /// re-issued under a new id, §7 and §9, carries its unknown fields along) the one read
+    /// last at the same path, else the one read last anywhere.
+    fn original(&self, id: &str, path: &[Seg], marker: &str) -> Option<JsValue> {
+        let own = self.rows.get(id).and_then(|e| e.kept.iter().find(|k| k.path == path && k.marker == marker));
+        if let Some(k) = own {
+            return Some(k.value.clone());
+        }
+        let newest = |same_path: bool| {
+            self.rows
+                .values()
+                .flat_map(|e| e.kept.iter().map(move |k| (e.generation, k)))
+                .filter(|(_, k)| k.marker == marker && (!same_path || k.path == path))
+                .max_by_key(|(g, _)| *g)
+                .map(|(_, k)| k.value.clone())
+        };
+        newest(true).or_else(|| newest(false))
+    }
+
+    fn whole(&self, id: &str) -> Option<JsValue> {
+        self.rows.get(id).map(|e| e.whole.clone())
+    }
+}
+
+/// A row to write: its JSON as JS, each marker replaced by the value it stands for.
+///
+/// # Errors
+/// A marker whose value is no longer known; the caller must abort its transaction.
+pub fn to_store(id: &str, row: &Value) -> Result<JsValue, JsValue> {
+    REGISTRY
+        .with(|r| build(row, &mut vec![], &mut |path, marker| r.borrow().original(id, path, marker)))
+        .map_err(|path| js_sys::Error::new(&format!("the value at `{path}` of row {id} is no longer known")).into())
+}
+
+/// A stored row for the app: as stored, with the values JSON cannot hold.
+#[must_use]
+pub fn to_app(row: &Value) -> JsValue {
+    let id = row.get("id").and_then(Value::as_str).unwrap_or_default();
+    if row.get(UNSENDABLE_KEY).is_some() {
+        if let Some(whole) = REGISTRY.with(|r| r.borrow().whole(id)) {
+            return whole;
+        }
+    }
+    REGISTRY
+        .with(|r| build(row, &mut vec![], &mut |path, marker| r.borrow().original(id, path, marker)))
+        .unwrap_or_else(|_| super::to_js(row))
+}
+
+/// JSON as JS; `original` gives the value behind a marker (`Err(path)` when it has none).
+fn build(
+    v: &Value,
+    path: &mut Vec<Seg>,
+    original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>,
+) -> Result<JsValue, String> {
+    Ok(match v {
+        Value::Object(map) => {
+            if let Some(m) = as_marker(v) {
+                return original(path, m).ok_or_else(|| path_string(path));
+            }
+            let o = Object::new();
+            for (k, item) in map {
+                path.push(Seg::Key(k.clone()));
+                let item = build(item, path, original);
+                path.pop();
+                let _ = Reflect::set(&o, &JsValue::from_str(k), &item?);
+            }
+            o.into()
+        }
+        Value::Array(items) => {
+            let a = Array::new();
+            for (i, item) in items.iter().enumerate() {
+                path.push(Seg::Index(i as u32));
+                let item = build(item, path, original);
+                path.pop();
+                a.push(&item?);
+            }
+            a.into()
+        }
+        Value::String(s) => JsValue::from_str(s),
+        Value::Number(n) => JsValue::from_f64(n.as_f64().unwrap_or(f64::NAN)),
+        Value::Bool(b) => JsValue::from_bool(*b),
+        Value::Null => JsValue::NULL,
+    })
+}

@@ -1,0 +1,469 @@
+//! One walk over a JS value that builds its JSON, with `js_sys` only (`typeof`,
+//! `Array.isArray`, `Object.getPrototypeOf`, `Object.keys`), never through serde: serde
+//! turns a `Date` or a `Blob` into `{}`, a `BigInt` into a number and `undefined` into
+//! `null` without a word, and recurses without a limit, so a cyclic or very deep value
+//! overflows the wasm stack and corrupts the module's memory.
+//!
+//! The walk is bounded: depth (a limit), cycles (the objects on the current path) and total
+//! work (a node budget, because shared sub-objects are visited once per reference). What
+//! it finds that JSON cannot hold is refused ([`Mode::App`]) or kept aside as an opaque
+//! marker with the original value ([`Mode::Stored`]).
+
+use js_sys::{Array, ArrayBuffer, Function, JsString, Object, Reflect, Uint8Array};
+use serde_json::{Map, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// How deep a value the app gives may nest: containers below its root (SPEC §3 rule 4).
+pub const MAX_APP_DEPTH: usize = 256;
+/// How deep a stored row is read before a subtree is kept opaque: above the app's limit
+/// plus the row around the body, so nothing this library wrote is ever opaque.
+pub const MAX_STORED_DEPTH: usize = MAX_APP_DEPTH + 16;
+/// Values visited by one walk.
+pub const MAX_NODES: usize = 1_000_000;
+/// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
+/// the planner sees. Reserved: the app may not use it (it would read back as a marker).
+pub const OPAQUE_KEY: &str = "$outboxOpaque";
+
+#[wasm_bindgen]
+extern "C" {
+    // Bound here with `catch`: on a Proxy these run app code that may throw.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    pub(super) fn is_array(v: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = getPrototypeOf)]
+    fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    pub(super) fn own_keys(v: &JsValue) -> Result<Array, JsValue>;
+    #[wasm_bindgen(catch, js_name = String)]
+    fn js_string(v: &JsValue) -> Result<JsString, JsValue>;
+}
+
+/// One step of a path: an object key or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seg {
+    /// `.key` or `["key"]`.
+    Key(String),
+    /// `[i]`.
+    Index(u32),
+}
+
+/// A path as the app writes it in JS: `body.list[2]["a b"]`.
+#[must_use]
+pub fn path_string(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        match seg {
+            Seg::Key(k) if is_identifier(k) => {
+                if i > 0 {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Key(k) => {
+                s.push('[');
+                s.push_str(&serde_json::to_string(k).unwrap_or_default());
+                s.push(']');
+            }
+            Seg::Index(n) => s.push_str(&format!("[{n}]")),
+        }
+    }
+    s
+}
+
+/// A long path, shortened for a message.
+fn short_path(segs: &[Seg]) -> String {
+    if segs.len() <= 12 {
+        return path_string(segs);
+    }
+    format!("{}…{}", path_string(&segs[..6]), path_string(&segs[segs.len() - 3..]))
+}
+
+fn is_identifier(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// What to do with a value JSON cannot hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The app gave it: refuse (SPEC §3 rule 4).
+    App,
+    /// It is stored (another writer put it there): keep it aside, opaque (SPEC §3 rule 2).
+    Stored,
+}
+
+/// A value JSON cannot hold, found in a stored row and kept as it is.
+#[derive(Clone, Debug)]
+pub struct Kept {
+    /// Where in the row.
+    pub path: Vec<Seg>,
+    /// What it is, for messages ("a Date").
+    pub what: String,
+    /// Its marker: a stable digest, equal for two reads of the same stored value.
+    pub marker: String,
+    /// The value itself.
+    pub value: JsValue,
+}
+
+/// Why the app's value was refused.
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    /// Where.
+    pub path: String,
+    /// What is wrong there, as the end of a sentence: "is a Date".
+    pub problem: String,
+}
+
+/// A value JSON cannot hold, as classified: `what` for messages, `marker` for the JSON.
+struct Foreign {
+    what: String,
+    marker: String,
+}
+
+enum Node {
+    Leaf(Value),
+    Container { array: bool },
+    Foreign(Foreign),
+}
+
+struct Walked {
+    value: Value,
+    /// The outermost ancestor (by path length) that a back edge below points to.
+    back_to: Option<usize>,
+}
+
+/// One walk; `kept` collects what a stored row holds that JSON cannot.
+pub struct Walker {
+    mode: Mode,
+    max_depth: usize,
+    path: Vec<Seg>,
+    /// Objects on the current path → the length of the path at them.
+    open: js_sys::Map,
+    nodes: usize,
+    object_proto: JsValue,
+    to_string: Option<Function>,
+    /// Values kept aside (stored mode).
+    pub kept: Vec<Kept>,
+}
+
+type Step = Result<Walked, Refusal>;
+
+impl Walker {
+    /// A walk in `mode` starting at `root` (the path every message starts with).
+    #[must_use]
+    pub fn new(mode: Mode, root: Vec<Seg>) -> Walker {
+        let object_proto = Object::get_prototype_of(&Object::new()).into();
+        let to_string = Reflect::get(&object_proto, &"toString".into()).ok().and_then(|f| f.dyn_into().ok());
+        let max_depth = match mode {
+            Mode::App => MAX_APP_DEPTH,
+            Mode::Stored => MAX_STORED_DEPTH,
+        };
+        Walker {
+            mode,
+            max_depth,
+            path: root,
+            open: js_sys::Map::new(),
+            nodes: 0,
+            object_proto,
+            to_string,
+            kept: vec![],
+        }
+    }
+
+    /// The JSON of `v`.
+    ///
+    /// # Errors
+    /// In [`Mode::App`], the first value JSON cannot hold, with its path. [`Mode::Stored`]
+    /// never fails.
+    pub fn walk(&mut self, v: &JsValue) -> Result<Value, Refusal> {
+        self.step(v, 0).map(|w| w.value)
+    }
+
+    fn step(&mut self, v: &JsValue, depth: usize) -> Step {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            let what = format!("part of a value with more than {MAX_NODES} parts (shared objects count once per use)");
+            return self.foreign(v, Foreign { what, marker: "Large".into() });
+        }
+        match self.classify(v) {
+            Node::Leaf(value) => Ok(Walked { value, back_to: None }),
+            Node::Foreign(f) => self.foreign(v, f),
+            Node::Container { array } => self.container(v, depth, array),
+        }
+    }
+
+    /// Refuses `v` (app) or keeps it aside behind a marker (stored).
+    fn foreign(&mut self, v: &JsValue, f: Foreign) -> Step {
+        match self.mode {
+            Mode::App => Err(Refusal { path: short_path(&self.path), problem: format!("is {}", f.what) }),
+            Mode::Stored => {
+                let value = marker(&f.marker);
+                self.kept.push(Kept { path: self.path.clone(), what: f.what, marker: f.marker, value: v.clone() });
+                Ok(Walked { value, back_to: None })
+            }
+        }
+    }
+
+    fn container(&mut self, v: &JsValue, depth: usize, array: bool) -> Step {
+        if depth >= self.max_depth {
+            let what = format!("nested deeper than {} levels", self.max_depth);
+            return match self.mode {
+                Mode::App => Err(Refusal { path: short_path(&self.path), problem: format!("is {what}") }),
+                Mode::Stored => self.foreign(v, Foreign { what: format!("a value {what}"), marker: "Deep".into() }),
+            };
+        }
+        if let Some(at) = self.open.get(v).as_f64() {
+            let at = at as usize;
+            return match self.mode {
+                Mode::App => Err(Refusal {
+                    path: short_path(&self.path),
+                    problem: format!("refers back to `{}` (a cycle)", short_path(&self.path[..at])),
+                }),
+                // A back edge to the row itself: the edge is kept as it is.
+                Mode::Stored if at == 0 => self.foreign(v, Foreign { what: "a cycle".into(), marker: "Cycle".into() }),
+                // Otherwise the object it points to is kept whole, with its cycle (below).
+                Mode::Stored => Ok(Walked { value: marker("Cycle"), back_to: Some(at) }),
+            };
+        }
+        let here = self.path.len();
+        let kept_before = self.kept.len();
+        self.open.set(v, &JsValue::from(here as f64));
+        let walked = if array { self.array(v, depth) } else { self.object(v, depth) };
+        self.open.delete(v);
+        let mut walked = walked?;
+        if walked.back_to == Some(here) {
+            // The cycle closes here: this object is kept whole, so the cycle is written back
+            // as the same cycle. Its marker digests what the walk saw inside.
+            self.kept.truncate(kept_before);
+            let digest = fnv(walked.value.to_string().as_bytes());
+            walked = self.foreign(v, Foreign { what: "a cycle".into(), marker: format!("Cycle:{digest:016x}") })?;
+        }
+        Ok(walked)
+    }
+
+    fn array(&mut self, v: &JsValue, depth: usize) -> Step {
+        let len = Reflect::get(v, &"length".into()).ok().and_then(|l| l.as_f64()).unwrap_or(0.0) as u32;
+        let mut items = Vec::with_capacity(len.min(1024) as usize);
+        let mut back_to: Option<usize> = None;
+        for i in 0..len {
+            self.path.push(Seg::Index(i));
+            let item = match Reflect::get_u32(v, i) {
+                Ok(item) => self.step(&item, depth + 1),
+                Err(e) => self.unreadable(v, &e),
+            };
+            self.path.pop();
+            let item = item?;
+            back_to = outer(back_to, item.back_to);
+            items.push(item.value);
+        }
+        Ok(Walked { value: Value::Array(items), back_to })
+    }
+
+    fn object(&mut self, v: &JsValue, depth: usize) -> Step {
+        let keys = match own_keys(v) {
+            Ok(keys) => keys,
+            Err(e) => return self.unreadable(v, &e),
+        };
+        let mut map = Map::new();
+        let mut back_to: Option<usize> = None;
+        let kept_before = self.kept.len();
+        let mut reserved = false;
+        for key in keys.iter() {
+            let Some(k) = valid_string(&key) else {
+                self.kept.truncate(kept_before);
+                let what = "an object with a key holding an unpaired surrogate".to_owned();
+                return self.foreign(v, Foreign { what, marker: format!("Object:{:016x}", utf16_digest(&key)) });
+            };
+            if k == OPAQUE_KEY {
+                if self.mode == Mode::App {
+                    return self.foreign(v, reserved_key(""));
+                }
+                reserved = true;
+            }
+            self.path.push(Seg::Key(k.clone()));
+            let item = match Reflect::get(v, &key) {
+                Ok(item) => self.step(&item, depth + 1),
+                Err(e) => self.unreadable(v, &e),
+            };
+            self.path.pop();
+            let item = item?;
+            back_to = outer(back_to, item.back_to);
+            map.insert(k, item.value);
+        }
+        let value = Value::Object(map);
+        if reserved {
+            // Read back as it is, this object could pass for a marker: it is kept whole.
+            self.kept.truncate(kept_before);
+            let walked = self.foreign(v, reserved_key(&format!(":{:016x}", fnv(value.to_string().as_bytes()))))?;
+            return Ok(Walked { back_to, ..walked });
+        }
+        Ok(Walked { value, back_to })
+    }
+
+    fn unreadable(&mut self, v: &JsValue, e: &JsValue) -> Step {
+        let why = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+        self.foreign(v, Foreign { what: format!("a value that cannot be read ({why})"), marker: "Unreadable".into() })
+    }
+
+    fn classify(&self, v: &JsValue) -> Node {
+        let foreign = |what: &str, marker: String| Node::Foreign(Foreign { what: what.to_owned(), marker });
+        match v.js_typeof().as_string().as_deref() {
+            Some("boolean") => Node::Leaf(Value::Bool(v.is_truthy())),
+            Some("number") => {
+                let n = v.as_f64().unwrap_or(f64::NAN);
+                match n {
+                    n if n.is_finite() => Node::Leaf(number(n)),
+                    n if n.is_nan() => foreign("NaN", "Number:NaN".into()),
+                    n if n > 0.0 => foreign("Infinity", "Number:Infinity".into()),
+                    _ => foreign("-Infinity", "Number:-Infinity".into()),
+                }
+            }
+            Some("string") => match valid_string(v) {
+                Some(s) => Node::Leaf(Value::String(s)),
+                None => foreign("a string with an unpaired surrogate", format!("String:{:016x}", utf16_digest(v))),
+            },
+            Some("undefined") => foreign("undefined", "undefined".into()),
+            Some("bigint") => foreign("a BigInt", format!("BigInt:{}", text(v))),
+            Some("symbol") => foreign("a symbol", "Symbol".into()),
+            Some("function") => foreign("a function", "Function".into()),
+            _ if v.is_null() => Node::Leaf(Value::Null),
+            _ => match is_array(v) {
+                Ok(true) => Node::Container { array: true },
+                Ok(false) => match prototype_of(v) {
+                    Ok(p) if p.is_null() || p == self.object_proto => Node::Container { array: false },
+                    Ok(p) => Node::Foreign(self.describe(v, &p)),
+                    Err(_) => foreign("an object whose prototype cannot be read", "Unreadable".into()),
+                },
+                Err(_) => foreign("an object that cannot be read", "Unreadable".into()),
+            },
+        }
+    }
+
+    /// Names an object that is not a plain object and digests it cheaply and stably.
+    fn describe(&self, v: &JsValue, proto: &JsValue) -> Foreign {
+        let tag = self
+            .to_string
+            .as_ref()
+            .and_then(|f| f.call0(v).ok())
+            .and_then(|t| t.as_string())
+            .and_then(|t| t.strip_prefix("[object ").and_then(|t| t.strip_suffix(']')).map(str::to_owned))
+            .unwrap_or_else(|| "Object".into());
+        let prop = |k: &str| Reflect::get(v, &k.into()).map(|p| text(&p)).unwrap_or_default();
+        let (what, marker) = match tag.as_str() {
+            "Date" => {
+                let t = v.dyn_ref::<js_sys::Date>().map_or(f64::NAN, js_sys::Date::get_time);
+                ("a Date".to_owned(), format!("Date:{t}"))
+            }
+            "Blob" => ("a Blob".into(), format!("Blob:{}:{}", prop("size"), prop("type"))),
+            "File" => (
+                "a File".into(),
+                format!("File:{}:{}:{}:{}", prop("size"), prop("type"), prop("lastModified"), prop("name")),
+            ),
+            "Map" | "Set" => (article(&tag), format!("{tag}:{}", prop("size"))),
+            "ArrayBuffer" => ("an ArrayBuffer".into(), format!("ArrayBuffer:{}", bytes_digest(v, None))),
+            _ if ArrayBuffer::is_view(v) => (article(&tag), format!("{tag}:{}", bytes_digest(v, Some(v)))),
+            "Object" => {
+                let name = Reflect::get(proto, &"constructor".into())
+                    .and_then(|c| Reflect::get(&c, &"name".into()))
+                    .ok()
+                    .and_then(|n| n.as_string())
+                    .filter(|n| !n.is_empty());
+                match name {
+                    Some(n) => (format!("an instance of class `{n}`"), format!("Object:{n}")),
+                    None => ("an object with a prototype of its own".into(), "Object".into()),
+                }
+            }
+            "RegExp" | "Number" | "String" | "Boolean" | "Error" => (article(&tag), format!("{tag}:{}", text(v))),
+            _ => (article(&tag), tag.clone()),
+        };
+        Foreign { what, marker }
+    }
+}
+
+fn reserved_key(digest: &str) -> Foreign {
+    Foreign { what: format!("an object using the reserved key `{OPAQUE_KEY}`"), marker: format!("Reserved{digest}") }
+}
+
+/// The marker standing for a kept value in the JSON.
+fn marker(m: &str) -> Value {
+    let mut map = Map::new();
+    map.insert(OPAQUE_KEY.into(), Value::String(m.to_owned()));
+    Value::Object(map)
+}
+
+/// The marker string, if `v` is a marker.
+#[must_use]
+pub fn as_marker(v: &Value) -> Option<&str> {
+    match v.as_object() {
+        Some(m) if m.len() == 1 => m.get(OPAQUE_KEY).and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+fn outer(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// A finite number as JSON, integers as integers (as `serde_wasm_bindgen` reads them, so
+/// rows read before and after this walker compare equal).
+fn number(n: f64) -> Value {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if n.fract() == 0.0 && n.abs() <= MAX_SAFE {
+        if n >= 0.0 {
+            Value::from(n as u64)
+        } else {
+            Value::from(n as i64)
+        }
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn valid_string(v: &JsValue) -> Option<String> {
+    let s: &JsString = v.dyn_ref()?;
+    if s.is_valid_utf16() {
+        Some(String::from(s))
+    } else {
+        None
+    }
+}
+
+fn text(v: &JsValue) -> String {
+    js_string(v).map(String::from).unwrap_or_default()
+}
+
+fn article(name: &str) -> String {
+    let vowel = name.chars().next().is_some_and(|c| "AEIOUaeiou".contains(c));
+    format!("{} {name}", if vowel { "an" } else { "a" })
+}
+
+/// FNV-1a: a stable digest for markers (not a security measure).
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn utf16_digest(v: &JsValue) -> u64 {
+    let units: Vec<u8> =
+        v.dyn_ref::<JsString>().map(|s| s.iter().flat_map(u16::to_le_bytes).collect()).unwrap_or_default();
+    fnv(&units)
+}
+
+/// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one.
+fn bytes_digest(v: &JsValue, view: Option<&JsValue>) -> String {
+    let bytes = match view {
+        None => Uint8Array::new(v),
+        Some(view) => {
+            let get = |k: &str| Reflect::get(view, &k.into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0) as u32;
+            let buffer = Reflect::get(view, &"buffer".into()).unwrap_or(JsValue::UNDEFINED);
+            match buffer.dyn_ref::<ArrayBuffer>() {
+                Some(b) => Uint8Array::new_with_byte_offset_and_length(b, get("byteOffset"), get("byteLength")),
+                None => Uint8Array::new_with_length(0),
+            }
+        }
+    };
+    format!("{}:{:016x}", bytes.length(), fnv(&bytes.to_vec()))
+}
