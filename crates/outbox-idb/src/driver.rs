@@ -3,7 +3,7 @@
 //! machine asks for — reads, one-transaction writes, sends, port calls — and hands back
 //! their results. Sends and ports are awaited between transactions, never inside one.
 
-use crate::convert::{from_js, outcome_from_js, prepared_from_js, to_js};
+use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_js};
 use crate::error::{OutboxError, Result};
 use crate::idb::store::Planner;
 use crate::idb::Durability;
@@ -174,8 +174,8 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             let result = match &ports.prepare_successor {
                 Some(f) => {
                     let arg = js_sys::Object::new();
-                    let _ = Reflect::set(&arg, &"intent".into(), &to_js(&encode(&intent)));
-                    let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| to_js(&encode(p)));
+                    let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
+                    let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
                     let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
                     let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
                     match call(f, &arg).await {
