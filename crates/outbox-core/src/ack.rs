@@ -1,14 +1,17 @@
-//! Applying the answer, only while the claim is still mine (SPEC §6), and the revision
-//! conflict successor (§9).
+//! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
+//! (§9) is planned by [`crate::conflict`].
 
 use crate::codec::{decode, encode, Stored};
+use crate::conflict::conflict_plan;
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
-use crate::reissue::{reissued, repoint};
 use crate::retry::Backoff;
-use crate::row::{Row, RowState, Ticket};
+use crate::row::{find_stored, send_order, Row, RowState, Ticket};
 use crate::time::Millis;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+/// Kept at its old path for callers written before [`crate::conflict`] existed.
+pub use crate::conflict::conflict_successor;
 
 /// The random inputs an ACK may need.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,7 +60,7 @@ pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> 
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
         .filter(|(r, _)| r.is_intent() && r.successor_of.as_deref() == Some(&create.id) && r.state != RowState::Blocked)
         .collect();
-    intents.sort_by(|(a, _), (b, _)| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+    intents.sort_by(|(a, _), (b, _)| send_order(a, b));
     intents
 }
 
@@ -72,7 +75,7 @@ pub fn plan_ack(
     backoff: &Backoff,
     draws: &AckDraws,
 ) -> AckDecision {
-    let Some(raw) = scope_rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(row_id)) else {
+    let Some(raw) = find_stored(scope_rows, row_id) else {
         return AckDecision::NotMine;
     };
     let Stored::Row(mut row) = Stored::from_value(raw) else {
@@ -149,23 +152,4 @@ fn expire(row: &mut Row, now: Millis) {
     if let Some(c) = row.claim.as_mut() {
         c.expires_at = now;
     }
-}
-
-/// §9: the original under a new id, with the server's revision and a `conflict` note.
-#[must_use]
-pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_id: &str) -> Row {
-    let mut with_rev = row.clone();
-    with_rev.revision = (!actual_revision.is_null()).then(|| actual_revision.clone());
-    let mut s = reissued(&with_rev, new_id);
-    s.conflict = Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
-    s
-}
-
-/// One replace: remove the original, write its successor, re-point rows that waited for it.
-fn conflict_plan(row: &Row, raw: &Value, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
-    let scope = row.scope();
-    let expected: Vec<Value> = scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect();
-    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
-    puts.push(encode(successor));
-    ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }
 }

@@ -6,7 +6,7 @@ use crate::inflight::in_flight;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{send_order, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -62,7 +62,7 @@ pub fn plan_enqueue(
     let target = target_of(op, id);
     let scope = Scope::target(&op.owner, &target);
     let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
-    rows.sort_by(|a, b| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+    rows.sort_by(send_order);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
     let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
 

@@ -5,6 +5,7 @@
 
 use crate::time::Millis;
 use serde_json::{Map, Value};
+use std::cmp::Ordering;
 use std::fmt;
 
 /// What an operation does to its target record.
@@ -220,6 +221,38 @@ impl Row {
     pub fn scope(&self) -> crate::plan::Scope {
         crate::plan::Scope::target(&self.owner, &self.target)
     }
+
+    /// This row's place in the send order, `(savedAt, id)` (§8).
+    #[must_use]
+    pub fn order_key(&self) -> (Millis, &str) {
+        (self.saved_at, &self.id)
+    }
+}
+
+/// Compares two rows in the send order `(savedAt, id)` (§8): the order rows are listed,
+/// selected, coalesced (§7) and their intents converted in.
+#[must_use]
+pub fn send_order(a: &Row, b: &Row) -> Ordering {
+    a.order_key().cmp(&b.order_key())
+}
+
+/// The send order of a stored value, decodable or not: its `savedAt` (unreadable first)
+/// then its `id` (a non-string id by its canonical JSON). Agrees with [`send_order`] on
+/// decodable rows.
+#[must_use]
+pub fn stored_order_key(raw: &Value) -> (Option<Millis>, String) {
+    let saved_at = raw.get("savedAt").and_then(Millis::from_json);
+    let id = match raw.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        _ => crate::plan::key_string(raw),
+    };
+    (saved_at, id)
+}
+
+/// The stored value with this `id` among `rows`, as stored (plans compare rows as stored, §4).
+#[must_use]
+pub fn find_stored<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }
 
 impl fmt::Display for Row {
