@@ -2,7 +2,7 @@
 //! (§9) is planned by [`crate::conflict`].
 
 use crate::codec::{decode, encode, Stored};
-use crate::conflict::conflict_plan;
+use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
 use crate::retry::Backoff;
@@ -124,12 +124,12 @@ pub fn plan_ack(
             only_row(vec![encode(&row)], vec![])
         }
         Outcome::Permanent { code } => {
-            row.state = RowState::Blocked;
-            row.sent_at = None;
-            row.blocked_at = Some(now);
-            row.blocked_code = Some(code.clone());
-            set_error(&mut row, Some(code.clone()));
-            expire(&mut row, now);
+            block(&mut row, code, now);
+            only_row(vec![encode(&row)], vec![])
+        }
+        Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
+            // §9 needs the server's revision: without it a successor would be a blind write.
+            block(&mut row, REVISION_UNKNOWN, now);
             only_row(vec![encode(&row)], vec![])
         }
         Outcome::Conflict { actual_revision } => {
@@ -139,6 +139,16 @@ pub fn plan_ack(
         }
     };
     AckDecision::Apply { plan, successor: None }
+}
+
+/// Quarantines the row with `code` (§6 permanent rejection).
+fn block(row: &mut Row, code: &str, now: Millis) {
+    row.state = RowState::Blocked;
+    row.sent_at = None;
+    row.blocked_at = Some(now);
+    row.blocked_code = Some(code.to_owned());
+    set_error(row, Some(code.to_owned()));
+    expire(row, now);
 }
 
 fn set_error(row: &mut Row, code: Option<String>) {

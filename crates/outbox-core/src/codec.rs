@@ -2,11 +2,15 @@
 //!
 //! Decoding is lenient about optional fields: a field that is absent, `null` or of a shape
 //! this version cannot read stays in `extra` exactly as stored and counts as absent, so an
-//! older or newer writer's data is never rewritten by accident. Only the fields of §3 rule 3
-//! decide whether a row is decodable at all.
+//! older or newer writer's data is never rewritten by accident. Besides the fields of §3
+//! rule 3, one optional field decides whether a row is decodable, because reading it as
+//! absent would be unsafe:
+//!
+//! - `revision` that is neither a number nor a string (nor `null`): read as absent, the row
+//!   would be sent without its base revision, a blind write.
 
 use crate::fingerprint::fingerprint;
-use crate::row::{Claim, Evidence, Kind, Row, RowState, Writer};
+use crate::row::{is_revision, Claim, Evidence, Kind, Row, RowState, Writer};
 use crate::time::Millis;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -173,7 +177,11 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
     };
     map.shift_remove("savedAt");
     let body = map.shift_remove("body").ok_or(DecodeError::MissingField("body"))?;
-    let revision = optional(&mut map, "revision", |v| v.is_number().then(|| v.clone()));
+    let revision = match map.get("revision") {
+        None | Some(Value::Null) => None, // a stored `null` stays stored as it is
+        Some(v) if is_revision(v) => map.shift_remove("revision"),
+        Some(_) => return Err(DecodeError::WrongType("revision")),
+    };
     let stored_fingerprint = optional(&mut map, "fingerprint", read_string);
     let fingerprint =
         stored_fingerprint.unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));

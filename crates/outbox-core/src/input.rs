@@ -1,7 +1,11 @@
 //! Validating what the app asks to enqueue (SPEC §3 rule 4): bad input is a typed error
 //! and nothing is written.
+//!
+//! A `revision` is a JSON number or string (an ETag, `"7"`), kept opaque: stored,
+//! fingerprinted (§2) and sent exactly as given. `null` or no `revision` means none; an
+//! object, array or boolean is refused ([`InputError::BadRevision`]).
 
-use crate::row::{Kind, PENDING_PREFIX};
+use crate::row::{is_revision, Kind, PENDING_PREFIX};
 use serde_json::Value;
 use std::fmt;
 
@@ -16,7 +20,7 @@ pub struct NewOperation {
     pub kind: Kind,
     /// Request body as the app gave it (`null` for a delete without one).
     pub body: Value,
-    /// Base revision, if the app uses optimistic concurrency.
+    /// Base revision, if the app uses optimistic concurrency: a number or a string.
     pub revision: Option<Value>,
 }
 
@@ -34,7 +38,7 @@ pub enum InputError {
     BadTarget(String),
     /// `body` must be a JSON object for a create or an update.
     BodyNotObject,
-    /// `revision` must be a number when given.
+    /// `revision` must be a number or a string when given (`null` is none).
     BadRevision,
 }
 
@@ -50,7 +54,9 @@ impl fmt::Display for InputError {
             InputError::BodyNotObject => {
                 write!(f, "`body` must be a JSON object for create and update")
             }
-            InputError::BadRevision => write!(f, "`revision` must be a number when given"),
+            InputError::BadRevision => {
+                write!(f, "`revision` must be a number or a string (such as an ETag) when given")
+            }
         }
     }
 }
@@ -102,7 +108,7 @@ impl NewOperation {
         }
         let revision = match obj.get("revision") {
             None | Some(Value::Null) => None,
-            Some(n @ Value::Number(_)) => Some(n.clone()),
+            Some(r) if is_revision(r) => Some(r.clone()),
             Some(_) => return Err(InputError::BadRevision),
         };
         Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision })

@@ -149,7 +149,8 @@ pub struct Row {
     pub kind: Kind,
     /// Request body exactly as the app gave it.
     pub body: Value,
-    /// Base revision for optimistic concurrency.
+    /// Base revision for optimistic concurrency: a JSON number or string, opaque to the
+    /// library, stored, fingerprinted and sent exactly as given ([`is_revision`]).
     pub revision: Option<Value>,
     /// See [`crate::fingerprint`].
     pub fingerprint: String,
@@ -181,6 +182,14 @@ pub struct Row {
     pub conflict: Option<Value>,
     /// Fields this version does not know, kept as stored.
     pub extra: Map<String, Value>,
+}
+
+/// True for a value that can be a base revision (§3): a JSON number or a string (an ETag,
+/// `"7"`). The library never interprets it; it is stored, fingerprinted and sent as given.
+/// `null` means "no revision"; objects, arrays and booleans are not revisions.
+#[must_use]
+pub fn is_revision(value: &Value) -> bool {
+    value.is_number() || value.is_string()
 }
 
 /// Prefix of targets naming a record the server has not created yet.
