@@ -151,9 +151,13 @@ fn block(row: &mut Row, code: &str, now: Millis) {
     expire(row, now);
 }
 
+/// Records the code of this answer as `evidence.lastErrorCode` (§6). An answer without a
+/// code clears it: the code describes the latest failure, and keeping an older one would
+/// report a failure that is no longer the current one.
 fn set_error(row: &mut Row, code: Option<String>) {
-    if let (Some(ev), Some(code)) = (row.evidence.as_mut(), code) {
-        ev.last_error_code = Some(code);
+    if let Some(ev) = row.evidence.as_mut() {
+        ev.last_error_code = code;
+        ev.extra.shift_remove("lastErrorCode"); // a stored code of a shape not read as one
     }
 }
 

@@ -175,3 +175,26 @@ fn s7_a_prepared_request_whose_revision_is_not_a_revision_is_not_usable() {
     let converted = plan_convert(&intent, None, std::slice::from_ref(&intent), &prepared(Some(json!("e1")))).unwrap();
     assert_eq!(converted.puts[0]["revision"], "e1");
 }
+
+// ---------------------------------------------------------------------------------------
+// Item 5: the error code of the latest answer, not of an older one.
+
+#[test]
+fn s6_a_transient_answer_without_a_code_clears_the_previous_error_code() {
+    let rows = [claimed_row()];
+    let AckDecision::Apply { plan, .. } = ack(&rows, Outcome::Transient { code: None, retry_after_ms: None }) else {
+        panic!("mine");
+    };
+    let ev = &plan.puts[0]["evidence"];
+    assert!(ev.get("lastErrorCode").is_none(), "stale code kept: {ev}");
+    assert_eq!(ev["attemptCount"], 3);
+    let AckDecision::Apply { plan, .. } = ack(&rows, Outcome::transient("HTTP_503")) else { panic!("mine") };
+    assert_eq!(plan.puts[0]["evidence"]["lastErrorCode"], "HTTP_503");
+    // A code stored in a shape this version does not read is cleared too.
+    let mut odd = claimed_row();
+    odd["evidence"]["lastErrorCode"] = json!(500);
+    let AckDecision::Apply { plan, .. } = ack(&[odd], Outcome::Transient { code: None, retry_after_ms: None }) else {
+        panic!("mine");
+    };
+    assert!(plan.puts[0]["evidence"].get("lastErrorCode").is_none());
+}
