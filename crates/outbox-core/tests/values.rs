@@ -4,12 +4,13 @@
 mod sim;
 
 use outbox_core::ack::{plan_ack, AckDecision, AckDraws};
+use outbox_core::claim::{plan_claim, ClaimSkip};
 use outbox_core::classify::classify_http;
 use outbox_core::codec::{decode, DecodeError};
 use outbox_core::fingerprint::fingerprint;
 use outbox_core::input::{InputError, NewOperation};
 use outbox_core::retry::Backoff;
-use outbox_core::{Kind, Millis, Outcome, SendOp, Ticket};
+use outbox_core::{Kind, Millis, Outcome, SendOp, Tab, Ticket};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -197,4 +198,75 @@ fn s6_a_transient_answer_without_a_code_clears_the_previous_error_code() {
         panic!("mine");
     };
     assert!(plan.puts[0]["evidence"].get("lastErrorCode").is_none());
+}
+
+// ---------------------------------------------------------------------------------------
+// Item 6: integers stored as floats.
+
+#[test]
+fn s3_integers_stored_as_floats_read_as_the_same_integers() {
+    let mut raw = claimed_row();
+    raw["savedAt"] = json!(1.0);
+    raw["claim"] = json!({"tabId": "tab-b", "expiresAt": 5.0e3, "fence": 2.0});
+    raw["evidence"] = json!({"attemptCount": 3.0, "lastAttemptAt": 4.0e3});
+    raw["writer"] = json!({"bundle": "old", "at": 4.0e3});
+    raw["sentAt"] = json!(4.0e3);
+    let row = decode(&raw).unwrap();
+    assert_eq!(row.saved_at, Millis(1));
+    let claim = row.claim.as_ref().unwrap();
+    assert_eq!((claim.fence, claim.expires_at), (2, Millis(5_000)));
+    let ev = row.evidence.as_ref().unwrap();
+    assert_eq!((ev.attempt_count, ev.last_attempt_at), (3, Some(Millis(4_000))));
+    let cp = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW).unwrap();
+    assert_eq!(cp.ticket.fence, 3, "the fence only grows");
+    assert_eq!(cp.plan.puts[0]["claim"]["fence"], 3);
+    assert_eq!(cp.plan.puts[0]["evidence"]["attemptCount"], 4);
+}
+
+#[test]
+fn s5_a_fence_or_attempt_count_that_cannot_be_read_makes_the_row_undecodable() {
+    // Read as absent, the fence would restart at 1 and an old answer could match a new
+    // claim (§6); an unreadable attempt history would make a sent row look never attempted.
+    let cases = [
+        (json!({"tabId": "t", "expiresAt": 1, "fence": 2.5}), "claim"),
+        (json!({"tabId": "t", "expiresAt": 1, "fence": -1}), "claim"),
+        (json!({"tabId": "t", "expiresAt": 1, "fence": 1e20}), "claim"),
+        (json!({"tabId": "t", "expiresAt": 1e300, "fence": 2}), "claim"),
+        (json!({"tabId": "t", "expiresAt": 1, "fence": "2"}), "claim"),
+        (json!({"tabId": "t", "expiresAt": 1}), "claim"),
+        (json!({"tabId": "t", "fence": 2}), "claim"),
+        (json!({"expiresAt": 1, "fence": 2}), "claim"),
+        (json!("tab-a"), "claim"),
+        (json!([1]), "claim"),
+    ];
+    for (claim, field) in cases {
+        let mut raw = claimed_row();
+        raw["claim"] = claim.clone();
+        assert_eq!(decode(&raw), Err(DecodeError::WrongType(field)), "{claim}");
+        let skip = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW).unwrap_err();
+        assert!(matches!(skip, ClaimSkip::Undecodable(_)), "{claim}: never claimed");
+    }
+    for evidence in [json!({"attemptCount": 1.5}), json!({"attemptCount": -3}), json!({"attemptCount": "3"}), json!(7)]
+    {
+        let mut raw = claimed_row();
+        raw["evidence"] = evidence.clone();
+        assert_eq!(decode(&raw), Err(DecodeError::WrongType("evidence")), "{evidence}");
+    }
+    // `null` is absent, as for every optional field.
+    let mut raw = claimed_row();
+    raw["claim"] = Value::Null;
+    raw["evidence"] = Value::Null;
+    let row = decode(&raw).unwrap();
+    assert!(row.claim.is_none() && row.evidence.is_none());
+}
+
+#[test]
+fn s3_times_stored_as_floats_are_read_and_out_of_range_ones_are_not() {
+    assert_eq!(Millis::from_json(&json!(5.0e3)), Some(Millis(5_000)));
+    assert_eq!(Millis::from_json(&json!(-2.0)), Some(Millis(-2)));
+    assert_eq!(Millis::from_json(&json!(1e300)), None);
+    assert_eq!(Millis::from_json(&json!("5")), None);
+    let mut raw = claimed_row();
+    raw["savedAt"] = json!(1e300);
+    assert_eq!(decode(&raw), Err(DecodeError::WrongType("savedAt")));
 }
