@@ -51,17 +51,37 @@ pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
     row.claim.as_ref().is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
 }
 
-/// Intents of `create` in `scope_rows` still waiting for conversion (not blocked), in
-/// `(savedAt, id)` order, each with its stored value.
+/// Intents of `create` still waiting for conversion (not blocked), each with its stored
+/// value, in the order they are converted: an intent after the intent it waits for (an
+/// intent that could not be merged waits behind the previous one, [`crate::enqueue`]),
+/// otherwise in `(savedAt, id)` order.
+///
+/// They are the intent rows of the create's own `(owner, target)` scope among
+/// `scope_rows` (§11: never another account's rows, whatever `scope_rows` holds). Every
+/// intent of a `pending:` target belongs to its one create, also when it waits behind
+/// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let mut intents: Vec<(Row, Value)> = scope_rows
+    let scope = create.scope();
+    let mut waiting: Vec<(Row, Value)> = scope_rows
         .iter()
+        .filter(|raw| scope.contains(raw))
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
-        .filter(|(r, _)| r.is_intent() && r.successor_of.as_deref() == Some(&create.id) && r.state != RowState::Blocked)
+        .filter(|(r, _)| r.is_intent())
         .collect();
-    intents.sort_by(|(a, _), (b, _)| send_order(a, b));
-    intents
+    waiting.sort_by(|(a, _), (b, _)| send_order(a, b));
+    let mut ordered = Vec::with_capacity(waiting.len());
+    while !waiting.is_empty() {
+        // The first intent whose predecessor is not itself still waiting (a cycle, which
+        // no planner writes, falls back to plain order).
+        let ready = |r: &Row| r.successor_of.as_ref().is_none_or(|p| !waiting.iter().any(|(w, _)| &w.id == p));
+        let next = waiting.iter().position(|(r, _)| ready(r)).unwrap_or(0);
+        let (row, raw) = waiting.remove(next);
+        if row.state != RowState::Blocked {
+            ordered.push((row, raw));
+        }
+    }
+    ordered
 }
 
 /// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for

@@ -10,7 +10,7 @@ use outbox_core::codec::{decode, DecodeError};
 use outbox_core::fingerprint::fingerprint;
 use outbox_core::input::{InputError, NewOperation};
 use outbox_core::retry::Backoff;
-use outbox_core::{Kind, Millis, Outcome, SendOp, Tab, Ticket};
+use outbox_core::{Kind, Millis, Outcome, RowState, SendOp, Tab, Ticket};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -269,4 +269,150 @@ fn s3_times_stored_as_floats_are_read_and_out_of_range_ones_are_not() {
     let mut raw = claimed_row();
     raw["savedAt"] = json!(1e300);
     assert_eq!(decode(&raw), Err(DecodeError::WrongType("savedAt")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Item 7: any JSON body; non-object bodies are never merged.
+
+#[test]
+fn s3_create_and_update_accept_any_json_body_but_not_a_missing_one() {
+    for body in [json!([{"op": "replace", "path": "/a", "value": 1}]), json!("text"), json!(3), json!(true), json!({})]
+    {
+        for kind in ["create", "update"] {
+            let op = json!({"owner": "a", "kind": kind, "target": "t", "body": body});
+            assert_eq!(NewOperation::from_json(&op).map(|o| o.body), Ok(body.clone()), "{kind} {body}");
+        }
+    }
+    for kind in ["create", "update"] {
+        let missing = json!({"owner": "a", "kind": kind, "target": "t"});
+        let null = json!({"owner": "a", "kind": kind, "target": "t", "body": null});
+        for op in [missing, null] {
+            let err = NewOperation::from_json(&op).unwrap_err();
+            assert!(err.to_string().contains("body"), "{op}: {err}");
+        }
+    }
+}
+
+fn patch(path: &str, value: i64) -> Value {
+    json!([{"op": "replace", "path": path, "value": value}])
+}
+
+#[test]
+fn s7_a_patch_update_over_a_queued_patch_update_is_chained_not_merged() {
+    let mut w = World::new(1);
+    w.server.seed_record("doc:1", 1);
+    let u1 = w.enqueue(A, update("alice", "doc:1", patch("/a", 1))).row.unwrap();
+    let p = w.enqueue(A, update("alice", "doc:1", patch("/b", 2)));
+    assert!(p.absorbed.is_empty(), "nothing is lost: the earlier patch stays");
+    let u2 = p.row.unwrap();
+    assert_eq!(u2.body, patch("/b", 2));
+    assert_eq!(u2.successor_of.as_deref(), Some(u1.id.as_str()), "sent after it");
+    assert_eq!(w.store.len(), 2);
+    let sent = drain_recording(&mut w, truthful);
+    let order: Vec<(&str, Value)> = sent.iter().map(|s| (s.id.as_str(), s.body.clone())).collect();
+    assert_eq!(order, vec![(u1.id.as_str(), patch("/a", 1)), (u2.id.as_str(), patch("/b", 2))]);
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s7_object_and_non_object_updates_never_merge_either_way() {
+    let mut w = World::new(1);
+    let u1 = w.enqueue(A, update("alice", "doc:1", json!({"a": 1}))).row.unwrap();
+    let u2 = w.enqueue(A, update("alice", "doc:1", json!("whole new value"))).row.unwrap();
+    assert_eq!(u2.successor_of.as_deref(), Some(u1.id.as_str()));
+    assert_eq!(u2.body, json!("whole new value"));
+    let u3 = w.enqueue(A, update("alice", "doc:1", json!({"b": 2}))).row.unwrap();
+    assert_eq!(u3.successor_of.as_deref(), Some(u2.id.as_str()));
+    assert_eq!(u3.body, json!({"b": 2}), "nothing merged from a non-object body");
+    // Object updates after the last non-object one still coalesce among themselves.
+    let p = w.enqueue(A, update("alice", "doc:1", json!({"c": 3})));
+    assert_eq!(p.absorbed, vec![u3.id.clone()]);
+    let u4 = p.row.unwrap();
+    assert_eq!(u4.body, json!({"b": 2, "c": 3}));
+    assert_eq!(u4.successor_of.as_deref(), Some(u2.id.as_str()));
+    assert_eq!(w.store.len(), 3);
+    // A delete still replaces everything not in flight.
+    let p = w.enqueue(A, delete("alice", "doc:1"));
+    assert_eq!(p.absorbed.len(), 3);
+    assert!(p.row.unwrap().successor_of.is_none());
+    assert_eq!(w.store.len(), 1);
+}
+
+#[test]
+fn s7_a_patch_of_an_unsent_create_is_an_intent_not_merged_into_the_create() {
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"name": "n"}))).row.unwrap();
+    let i1 = w.enqueue(A, update("alice", &c.target, patch("/a", 1))).row.unwrap();
+    assert_eq!(w.row(&c.id).unwrap().body, json!({"name": "n"}), "the create is sent as created");
+    assert!(i1.is_intent());
+    assert_eq!(i1.successor_of.as_deref(), Some(c.id.as_str()));
+    let i2 = w.enqueue(A, update("alice", &c.target, patch("/b", 2))).row.unwrap();
+    assert!(i2.is_intent());
+    assert_eq!(i2.successor_of.as_deref(), Some(i1.id.as_str()), "chained behind the first patch");
+    // An object edit cannot be merged into the create past the patches either.
+    let i3 = w.enqueue(A, update("alice", &c.target, json!({"x": 1}))).row.unwrap();
+    assert_eq!(i3.successor_of.as_deref(), Some(i2.id.as_str()));
+    assert_eq!(w.row(&c.id).unwrap().body, json!({"name": "n"}));
+
+    let sent = drain_recording(&mut w, truthful);
+    // The fake app prepares every intent on the create's receipt revision, so the later ones
+    // meet a §9 conflict and go again under a new id: compare what the server applied.
+    let applied: Vec<(String, Value)> = w
+        .server
+        .applied
+        .iter()
+        .map(|id| sent.iter().find(|s| &s.id == id).map(|s| (s.target.clone(), s.body.clone())).unwrap())
+        .collect();
+    let expected = [json!({"name": "n"}), patch("/a", 1), patch("/b", 2), json!({"x": 1})];
+    assert_eq!(applied.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(), expected);
+    assert!(applied[1..].iter().all(|(t, _)| t == "rec:1"), "converted onto the server id");
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s7_a_non_object_create_body_is_never_merged_and_a_delete_still_cancels() {
+    let mut w = World::new(1);
+    let op = json!({"owner": "alice", "target": "list:1", "kind": "create", "body": [1, 2]});
+    let c = w.enqueue(A, op).row.unwrap();
+    let u = w.enqueue(A, update("alice", "list:1", json!({"x": 1}))).row.unwrap();
+    assert_ne!(u.id, c.id);
+    assert_eq!(u.successor_of.as_deref(), Some(c.id.as_str()), "an ordinary successor of the create");
+    assert!(!u.is_intent());
+    assert_eq!(w.row(&c.id).unwrap().body, json!([1, 2]));
+    let p = w.enqueue(A, delete("alice", "list:1"));
+    assert!(p.row.is_none(), "never sent: the delete cancels the create and its edits");
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s7_object_edits_of_an_unsent_create_still_merge() {
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"a": 1}))).row.unwrap();
+    let m = w.enqueue(A, update("alice", &c.target, json!({"b": 2}))).row.unwrap();
+    assert_eq!((m.id.as_str(), m.body.clone()), (c.id.as_str(), json!({"a": 1, "b": 2})));
+    assert_eq!(m.state, RowState::Queued);
+}
+
+#[test]
+fn s7_chained_intents_are_converted_after_the_intent_they_wait_for() {
+    use outbox_core::ack::pending_intents;
+    let intent = |id: &str, saved: i64, after: &str, state: &str| {
+        json!({"id": id, "owner": "alice", "target": "pending:c", "kind": "update", "body": [id],
+               "savedAt": saved, "state": state, "successorOf": after})
+    };
+    let create = json!({"id": "c", "owner": "alice", "target": "pending:c", "kind": "create", "body": {},
+                        "savedAt": 1, "state": "sending"});
+    let rows = [
+        create.clone(),
+        // "i1" was converted in an earlier pass: it left the pending scope, "z" still waits behind it.
+        intent("z", 5, "i1", "queued"),
+        intent("a", 5, "z", "queued"), // same savedAt, smaller id, but behind "z"
+        intent("blk", 6, "a", "blocked"),
+        intent("after-blk", 7, "blk", "queued"),
+        intent("first", 2, "c", "queued"),
+        json!({"id": "bob-i", "owner": "bob", "target": "pending:c", "kind": "update", "body": {},
+               "savedAt": 0, "state": "queued", "successorOf": "c"}),
+    ];
+    let ids: Vec<String> = pending_intents(&decode(&create).unwrap(), &rows).into_iter().map(|(r, _)| r.id).collect();
+    assert_eq!(ids, ["first", "z", "a", "after-blk"]);
 }
