@@ -9,6 +9,7 @@
 //! more rows than it was asked for cannot make it touch another account's data. Every
 //! owner test of the planner goes through this module, so the rule reads in one place.
 
+use crate::plan::Scope;
 use crate::row::Row;
 use serde_json::Value;
 
@@ -33,6 +34,13 @@ pub fn stored_is_owned(owner: &str, raw: &Value) -> bool {
 /// The stored values of `owner` among `rows`, in their order.
 pub fn owned_stored<'a>(owner: &'a str, rows: &'a [Value]) -> impl Iterator<Item = &'a Value> + 'a {
     rows.iter().filter(move |raw| stored_is_owned(owner, raw))
+}
+
+/// The stored values of `rows` inside `scope`, in their order: all a planner working on
+/// that `(owner, target)` scope may compare or change, whatever else the caller read.
+#[must_use]
+pub fn in_scope<'a>(scope: &Scope, rows: &'a [Value]) -> Vec<&'a Value> {
+    rows.iter().filter(|raw| scope.contains(raw)).collect()
 }
 
 /// The owner a command names matches the owner a stored value names. `None` on either

@@ -1,6 +1,7 @@
 //! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
 //! (§9) is planned by [`crate::conflict`].
 
+use crate::accounts::in_scope;
 use crate::codec::{decode, encode, Stored};
 use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
@@ -62,10 +63,8 @@ pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let scope = create.scope();
-    let mut waiting: Vec<(Row, Value)> = scope_rows
-        .iter()
-        .filter(|raw| scope.contains(raw))
+    let mut waiting: Vec<(Row, Value)> = in_scope(&create.scope(), scope_rows)
+        .into_iter()
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
         .filter(|(r, _)| r.is_intent())
         .collect();
@@ -119,7 +118,7 @@ pub fn plan_ack(
             }
             let scope = row.scope();
             ReplacePlan {
-                expected: scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect(),
+                expected: in_scope(&scope, scope_rows).into_iter().cloned().collect(),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 puts: vec![],
@@ -154,7 +153,7 @@ pub fn plan_ack(
         }
         Outcome::Conflict { actual_revision } => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
-            let plan = conflict_plan(&row, raw, scope_rows, &successor);
+            let plan = conflict_plan(&row, scope_rows, &successor);
             return AckDecision::Apply { plan, successor: Some(successor) };
         }
     };

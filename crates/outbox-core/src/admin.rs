@@ -1,7 +1,7 @@
 //! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
 //! (SPEC §6, §7, §3, §11).
 
-use crate::accounts::{owns, same_owner};
+use crate::accounts::{in_scope, owns, same_owner};
 use crate::codec::{decode, encode, Stored};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
@@ -32,7 +32,8 @@ pub fn plan_resume_held(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
 
 /// Re-issues the blocked row `row_id` under `new_id` (§7), with `body` replacing its body
 /// when given, re-pointing the rows that waited for it. `scope_rows` are the rows of its
-/// `(owner, target)` scope. `None` when the row is not a blocked row of `owner`.
+/// `(owner, target)` scope (rows outside it are ignored). `None` when the row is not a
+/// blocked row of `owner`.
 #[must_use]
 pub fn plan_retry_blocked(
     owner: &str,
@@ -49,12 +50,14 @@ pub fn plan_retry_blocked(
     if let Some(b) = body {
         row.body = b.clone();
     }
+    // §11: only the row's own (owner, target) scope is compared and re-pointed.
+    let scope_rows: Vec<Value> = in_scope(&row.scope(), scope_rows).into_iter().cloned().collect();
     let fresh = reissued(&row, new_id);
-    let mut puts = repoint(scope_rows, row_id, new_id, &[row_id]);
+    let mut puts = repoint(&scope_rows, row_id, new_id, &[row_id]);
     puts.push(encode(&fresh));
     Some(ReplacePlan {
         scopes: vec![Scope::Id(row_id.to_owned()), row.scope()],
-        expected: scope_rows.to_vec(),
+        expected: scope_rows,
         deletes: vec![row_id.to_owned()],
         puts,
     })

@@ -20,6 +20,7 @@
 //! this permanent code; [`crate::ack::plan_ack`] does the same for an app-built
 //! `Outcome::Conflict` whose revision is unusable.
 
+use crate::accounts::in_scope;
 use crate::codec::encode;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
@@ -48,12 +49,12 @@ pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_i
     s
 }
 
-/// One replace: remove the original (`raw` as read), write its successor, re-point the rows
-/// of its scope that waited for it. `scope_rows` may hold more than the scope; only the
-/// original and its own `(owner, target)` scope are compared and changed (§11).
-pub fn conflict_plan(row: &Row, raw: &Value, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
+/// One replace: remove the original, write its successor, re-point the rows of its scope
+/// that waited for it. `scope_rows` are the rows read for the ACK (the original among
+/// them); only the original's own `(owner, target)` scope is compared and changed (§11).
+pub fn conflict_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
     let scope = row.scope();
-    let expected: Vec<Value> = scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect();
+    let expected: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
     let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
     puts.push(encode(successor));
     ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }

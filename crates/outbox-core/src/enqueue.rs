@@ -28,6 +28,7 @@
 //!   and all the create's intents are converted, in that order, when its receipt arrives
 //!   ([`crate::ack::pending_intents`]).
 
+use crate::accounts::in_scope;
 use crate::codec::{encode, refingerprint, Stored};
 use crate::fingerprint::fingerprint;
 use crate::inflight::in_flight;
@@ -78,7 +79,7 @@ pub fn shallow_merge(base: &Value, patch: &Value) -> Value {
 }
 
 /// Plans the enqueue of `op` under the fresh id `id`. `scope_rows` are the rows of
-/// [`enqueue_scope`] as read; `reissue_id` is a second fresh id, used only when the
+/// [`enqueue_scope`] as read (rows outside it are ignored); `reissue_id` is a second fresh id, used only when the
 /// operation merges into a blocked create (which is then re-issued, §7).
 pub fn plan_enqueue(
     op: &NewOperation,
@@ -90,6 +91,9 @@ pub fn plan_enqueue(
 ) -> EnqueuePlan {
     let target = target_of(op, id);
     let scope = Scope::target(&op.owner, &target);
+    // §11: another owner's rows of the same target are neither absorbed nor waited for.
+    let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
+    let scope_rows = scope_rows.as_slice();
     let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
     rows.sort_by(send_order);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
