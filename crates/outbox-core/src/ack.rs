@@ -1,14 +1,18 @@
-//! Applying the answer, only while the claim is still mine (SPEC §6), and the revision
-//! conflict successor (§9).
+//! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
+//! (§9) is planned by [`crate::conflict`].
 
+use crate::accounts::in_scope;
 use crate::codec::{decode, encode, Stored};
+use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
-use crate::reissue::{reissued, repoint};
 use crate::retry::Backoff;
-use crate::row::{Row, RowState, Ticket};
+use crate::row::{find_stored, send_order, Row, RowState, Ticket};
 use crate::time::Millis;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+/// Kept at its old path for callers written before [`crate::conflict`] existed.
+pub use crate::conflict::conflict_successor;
 
 /// The random inputs an ACK may need.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,17 +52,35 @@ pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
     row.claim.as_ref().is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
 }
 
-/// Intents of `create` in `scope_rows` still waiting for conversion (not blocked), in
-/// `(savedAt, id)` order, each with its stored value.
+/// Intents of `create` still waiting for conversion (not blocked), each with its stored
+/// value, in the order they are converted: an intent after the intent it waits for (an
+/// intent that could not be merged waits behind the previous one, [`crate::enqueue`]),
+/// otherwise in `(savedAt, id)` order.
+///
+/// They are the intent rows of the create's own `(owner, target)` scope among
+/// `scope_rows` (§11: never another account's rows, whatever `scope_rows` holds). Every
+/// intent of a `pending:` target belongs to its one create, also when it waits behind
+/// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let mut intents: Vec<(Row, Value)> = scope_rows
-        .iter()
+    let mut waiting: Vec<(Row, Value)> = in_scope(&create.scope(), scope_rows)
+        .into_iter()
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
-        .filter(|(r, _)| r.is_intent() && r.successor_of.as_deref() == Some(&create.id) && r.state != RowState::Blocked)
+        .filter(|(r, _)| r.is_intent())
         .collect();
-    intents.sort_by(|(a, _), (b, _)| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
-    intents
+    waiting.sort_by(|(a, _), (b, _)| send_order(a, b));
+    let mut ordered = Vec::with_capacity(waiting.len());
+    while !waiting.is_empty() {
+        // The first intent whose predecessor is not itself still waiting (a cycle, which
+        // no planner writes, falls back to plain order).
+        let ready = |r: &Row| r.successor_of.as_ref().is_none_or(|p| !waiting.iter().any(|(w, _)| &w.id == p));
+        let next = waiting.iter().position(|(r, _)| ready(r)).unwrap_or(0);
+        let (row, raw) = waiting.remove(next);
+        if row.state != RowState::Blocked {
+            ordered.push((row, raw));
+        }
+    }
+    ordered
 }
 
 /// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for
@@ -72,7 +94,7 @@ pub fn plan_ack(
     backoff: &Backoff,
     draws: &AckDraws,
 ) -> AckDecision {
-    let Some(raw) = scope_rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(row_id)) else {
+    let Some(raw) = find_stored(scope_rows, row_id) else {
         return AckDecision::NotMine;
     };
     let Stored::Row(mut row) = Stored::from_value(raw) else {
@@ -96,7 +118,7 @@ pub fn plan_ack(
             }
             let scope = row.scope();
             ReplacePlan {
-                expected: scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect(),
+                expected: in_scope(&scope, scope_rows).into_iter().cloned().collect(),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 puts: vec![],
@@ -121,26 +143,40 @@ pub fn plan_ack(
             only_row(vec![encode(&row)], vec![])
         }
         Outcome::Permanent { code } => {
-            row.state = RowState::Blocked;
-            row.sent_at = None;
-            row.blocked_at = Some(now);
-            row.blocked_code = Some(code.clone());
-            set_error(&mut row, Some(code.clone()));
-            expire(&mut row, now);
+            block(&mut row, code, now);
+            only_row(vec![encode(&row)], vec![])
+        }
+        Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
+            // §9 needs the server's revision: without it a successor would be a blind write.
+            block(&mut row, REVISION_UNKNOWN, now);
             only_row(vec![encode(&row)], vec![])
         }
         Outcome::Conflict { actual_revision } => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
-            let plan = conflict_plan(&row, raw, scope_rows, &successor);
+            let plan = conflict_plan(&row, scope_rows, &successor);
             return AckDecision::Apply { plan, successor: Some(successor) };
         }
     };
     AckDecision::Apply { plan, successor: None }
 }
 
+/// Quarantines the row with `code` (§6 permanent rejection).
+fn block(row: &mut Row, code: &str, now: Millis) {
+    row.state = RowState::Blocked;
+    row.sent_at = None;
+    row.blocked_at = Some(now);
+    row.blocked_code = Some(code.to_owned());
+    set_error(row, Some(code.to_owned()));
+    expire(row, now);
+}
+
+/// Records the code of this answer as `evidence.lastErrorCode` (§6). An answer without a
+/// code clears it: the code describes the latest failure, and keeping an older one would
+/// report a failure that is no longer the current one.
 fn set_error(row: &mut Row, code: Option<String>) {
-    if let (Some(ev), Some(code)) = (row.evidence.as_mut(), code) {
-        ev.last_error_code = Some(code);
+    if let Some(ev) = row.evidence.as_mut() {
+        ev.last_error_code = code;
+        ev.extra.shift_remove("lastErrorCode"); // a stored code of a shape not read as one
     }
 }
 
@@ -149,23 +185,4 @@ fn expire(row: &mut Row, now: Millis) {
     if let Some(c) = row.claim.as_mut() {
         c.expires_at = now;
     }
-}
-
-/// §9: the original under a new id, with the server's revision and a `conflict` note.
-#[must_use]
-pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_id: &str) -> Row {
-    let mut with_rev = row.clone();
-    with_rev.revision = (!actual_revision.is_null()).then(|| actual_revision.clone());
-    let mut s = reissued(&with_rev, new_id);
-    s.conflict = Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
-    s
-}
-
-/// One replace: remove the original, write its successor, re-point rows that waited for it.
-fn conflict_plan(row: &Row, raw: &Value, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
-    let scope = row.scope();
-    let expected: Vec<Value> = scope_rows.iter().filter(|r| scope.contains(r) || *r == raw).cloned().collect();
-    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
-    puts.push(encode(successor));
-    ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }
 }

@@ -1,11 +1,12 @@
 //! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
 //! (SPEC §6, §7, §3, §11).
 
+use crate::accounts::{in_scope, owns, same_owner};
 use crate::codec::{decode, encode, Stored};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::RowState;
+use crate::row::{find_stored, RowState};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -16,7 +17,7 @@ pub fn plan_resume_held(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
     let mut plan = ReplacePlan::default();
     for raw in owner_rows {
         let Ok(mut row) = decode(raw) else { continue };
-        if row.owner != owner || row.state != RowState::Held {
+        if !owns(owner, &row) || row.state != RowState::Held {
             continue;
         }
         row.state = RowState::Queued;
@@ -31,7 +32,8 @@ pub fn plan_resume_held(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
 
 /// Re-issues the blocked row `row_id` under `new_id` (§7), with `body` replacing its body
 /// when given, re-pointing the rows that waited for it. `scope_rows` are the rows of its
-/// `(owner, target)` scope. `None` when the row is not a blocked row of `owner`.
+/// `(owner, target)` scope (rows outside it are ignored). `None` when the row is not a
+/// blocked row of `owner`.
 #[must_use]
 pub fn plan_retry_blocked(
     owner: &str,
@@ -40,20 +42,22 @@ pub fn plan_retry_blocked(
     scope_rows: &[Value],
     new_id: &str,
 ) -> Option<ReplacePlan> {
-    let raw = scope_rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(row_id))?;
+    let raw = find_stored(scope_rows, row_id)?;
     let mut row = decode(raw).ok()?;
-    if row.owner != owner || row.state != RowState::Blocked {
+    if !owns(owner, &row) || row.state != RowState::Blocked {
         return None;
     }
     if let Some(b) = body {
         row.body = b.clone();
     }
+    // §11: only the row's own (owner, target) scope is compared and re-pointed.
+    let scope_rows: Vec<Value> = in_scope(&row.scope(), scope_rows).into_iter().cloned().collect();
     let fresh = reissued(&row, new_id);
-    let mut puts = repoint(scope_rows, row_id, new_id, &[row_id]);
+    let mut puts = repoint(&scope_rows, row_id, new_id, &[row_id]);
     puts.push(encode(&fresh));
     Some(ReplacePlan {
         scopes: vec![Scope::Id(row_id.to_owned()), row.scope()],
-        expected: scope_rows.to_vec(),
+        expected: scope_rows,
         deletes: vec![row_id.to_owned()],
         puts,
     })
@@ -91,7 +95,7 @@ pub fn plan_discard(
         }
         Stored::Undecodable(u) => (u.id, u.owner),
     };
-    if stored_owner.as_deref() != owner {
+    if !same_owner(owner, stored_owner.as_deref()) {
         return Err(DiscardSkip::OtherOwner);
     }
     let id = id.ok_or(DiscardSkip::Missing)?;
@@ -109,7 +113,7 @@ pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
     let mut plan = ReplacePlan::default();
     for raw in owner_rows {
         let Ok(row) = decode(raw) else { continue };
-        if row.owner == owner {
+        if owns(owner, &row) {
             plan.scopes.push(Scope::Id(row.id.clone()));
             plan.expected.push(raw.clone());
             plan.deletes.push(row.id);

@@ -1,5 +1,6 @@
 //! Claim: who is sending what, until when (SPEC §5).
 
+use crate::accounts::owns;
 use crate::codec::{decode, encode, DecodeError};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
@@ -52,8 +53,8 @@ pub fn plan_claim(
 ) -> Result<ClaimPlan, ClaimSkip> {
     let raw = raw.ok_or(ClaimSkip::Missing)?;
     let mut row = decode(raw).map_err(ClaimSkip::Undecodable)?;
-    if row.owner != owner {
-        return Err(ClaimSkip::OtherOwner);
+    if !owns(owner, &row) {
+        return Err(ClaimSkip::OtherOwner); // §11: another account's row is never claimed
     }
     if in_flight(&row, now, tab.lease_ms).is_in_flight() {
         return Err(ClaimSkip::InFlight);

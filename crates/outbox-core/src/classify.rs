@@ -1,5 +1,10 @@
 //! The default HTTP classifier (SPEC §10): status, headers and body into an [`Outcome`].
+//!
+//! A `412 REVISION_CONFLICT` whose `actualRevision` is missing or not a number or string is
+//! classified permanent `REVISION_UNKNOWN` (see [`crate::conflict`]): a conflict successor
+//! needs the server's revision.
 
+use crate::conflict::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
 use crate::time::Millis;
 use serde_json::Value;
@@ -22,9 +27,11 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
         408 => transient("TIMEOUT".into()),
         429 => transient("RATE_LIMITED".into()),
         409 if code == Some("IN_PROGRESS") => transient("IN_PROGRESS".into()),
-        412 if code == Some("REVISION_CONFLICT") => {
-            Outcome::Conflict { actual_revision: body.get("actualRevision").cloned().unwrap_or(Value::Null) }
-        }
+        412 if code == Some("REVISION_CONFLICT") => match body.get("actualRevision") {
+            Some(actual) if usable_actual_revision(actual) => Outcome::Conflict { actual_revision: actual.clone() },
+            // §9 without R: quarantined, never resent without a base revision.
+            _ => permanent(REVISION_UNKNOWN),
+        },
         422 if code == Some("PAYLOAD_CONFLICT") => permanent("PAYLOAD_CONFLICT"),
         401 => Outcome::Auth,
         403 => permanent("FORBIDDEN"),

@@ -2,11 +2,26 @@
 //!
 //! Decoding is lenient about optional fields: a field that is absent, `null` or of a shape
 //! this version cannot read stays in `extra` exactly as stored and counts as absent, so an
-//! older or newer writer's data is never rewritten by accident. Only the fields of §3 rule 3
-//! decide whether a row is decodable at all.
+//! older or newer writer's data is never rewritten by accident. Besides the fields of §3
+//! rule 3, three optional fields decide whether a row is decodable when present and not `null`,
+//! because reading them as absent would be unsafe:
+//!
+//! - `revision` that is neither a number nor a string: read as absent, the row would be
+//!   sent without its base revision, a blind write (§9).
+//! - `claim` without a string `tabId`, a time `expiresAt` and a whole `fence` ≥ 0: read as
+//!   absent, the next claim would restart the fence at 1 and an old answer could match the
+//!   new claim (§6: while a row lives its fence only grows).
+//! - `evidence` that is not an object, or whose `attemptCount` is not a whole number ≥ 0:
+//!   read as absent, a row that was sent would look never attempted and could be merged
+//!   into or cancelled (§7).
+//!
+//! Integers may be stored as floats (`fence: 2.0`, `savedAt: 1.0`, `expiresAt: 5.0e3`, as a
+//! JavaScript round trip or another writer may store them): they read as the same
+//! integers. A count with a fraction, a negative count, or a time outside the `i64` range
+//! is not read as some nearby value.
 
 use crate::fingerprint::fingerprint;
-use crate::row::{Claim, Evidence, Kind, Row, RowState, Writer};
+use crate::row::{is_revision, Claim, Evidence, Kind, Row, RowState, Writer};
 use crate::time::Millis;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -104,6 +119,24 @@ fn required_str(map: &mut Map<String, Value>, key: &'static str) -> Result<Strin
     }
 }
 
+/// Takes a field that must be readable when present (see the module docs): absent or
+/// `null` is `None` (a stored `null` stays stored as it is); a value `read` refuses makes
+/// the row undecodable.
+fn strict<T>(
+    map: &mut Map<String, Value>,
+    key: &'static str,
+    read: impl Fn(&Value) -> Option<T>,
+) -> Result<Option<T>, DecodeError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let parsed = read(v).ok_or(DecodeError::WrongType(key))?;
+            map.shift_remove(key);
+            Ok(Some(parsed))
+        }
+    }
+}
+
 /// Takes an optional field out of `map` if `read` accepts it; otherwise leaves it stored.
 fn optional<T>(map: &mut Map<String, Value>, key: &str, read: impl Fn(&Value) -> Option<T>) -> Option<T> {
     let parsed = map.get(key).and_then(read);
@@ -121,11 +154,21 @@ fn read_object(v: &Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()
 }
 
+/// Reads a whole number ≥ 0 (a fence, an attempt count), also when stored as a float.
+fn read_count(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = v.as_f64()?;
+    // 2^64 is exact as an f64; every whole f64 in [0, 2^64) converts without clamping.
+    (f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f)).then_some(f as u64)
+}
+
 fn read_claim(v: &Value) -> Option<Claim> {
     let mut m = read_object(v)?;
     let tab_id = m.get("tabId")?.as_str()?.to_owned();
     let expires_at = Millis::from_json(m.get("expiresAt")?)?;
-    let fence = m.get("fence")?.as_u64()?;
+    let fence = read_count(m.get("fence")?)?;
     for k in ["tabId", "expiresAt", "fence"] {
         m.shift_remove(k);
     }
@@ -136,7 +179,7 @@ fn read_evidence(v: &Value) -> Option<Evidence> {
     let mut m = read_object(v)?;
     let attempt_count = match m.get("attemptCount") {
         None => 0,
-        Some(c) => c.as_u64()?,
+        Some(c) => read_count(c)?,
     };
     let last_attempt_at = optional(&mut m, "lastAttemptAt", Millis::from_json);
     let last_error_code = optional(&mut m, "lastErrorCode", read_string);
@@ -173,7 +216,9 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
     };
     map.shift_remove("savedAt");
     let body = map.shift_remove("body").ok_or(DecodeError::MissingField("body"))?;
-    let revision = optional(&mut map, "revision", |v| v.is_number().then(|| v.clone()));
+    let revision = strict(&mut map, "revision", |v| is_revision(v).then(|| v.clone()))?;
+    let claim = strict(&mut map, "claim", read_claim)?;
+    let evidence = strict(&mut map, "evidence", read_evidence)?;
     let stored_fingerprint = optional(&mut map, "fingerprint", read_string);
     let fingerprint =
         stored_fingerprint.unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));
@@ -184,8 +229,8 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
         blocked_at: optional(&mut map, "blockedAt", Millis::from_json),
         next_attempt_at: optional(&mut map, "nextAttemptAt", Millis::from_json),
         blocked_code: optional(&mut map, "blockedCode", read_string),
-        claim: optional(&mut map, "claim", read_claim),
-        evidence: optional(&mut map, "evidence", read_evidence),
+        claim,
+        evidence,
         writer: optional(&mut map, "writer", read_writer),
         successor_of: optional(&mut map, "successorOf", read_string),
         conflict: optional(&mut map, "conflict", |v| v.is_object().then(|| v.clone())),

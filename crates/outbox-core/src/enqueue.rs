@@ -1,12 +1,41 @@
 //! Enqueue: coalescing, successors, intents, merge into an unsent create, cancel (SPEC §7).
+//!
+//! # Bodies that are not objects
+//!
+//! A body may be any JSON value (§3): an object, or a JSON Patch array, a string, a
+//! number. Coalescing by shallow merge (§7) is defined for objects only: the later field
+//! wins, and for a full record or a partial one nothing is lost. For any other body the
+//! library cannot know what combining two of them means (two JSON Patch documents must
+//! both be applied, in order; a whole-value array replaces), and a wrong guess loses an
+//! edit or creates a record from a patch. So a non-object body is **never merged, in
+//! either direction**, and nothing is dropped either: the operations are sent one after
+//! another, as they would have been online.
+//!
+//! - **Update over updates not in flight.** Updates whose bodies merge with the new one
+//!   (both objects) are absorbed as usual. The last update that does not merge (either
+//!   body not an object) stays, with every row before it, and the new row becomes its
+//!   successor (`successorOf`), so the scope forms a chain sent strictly in order. Object
+//!   updates that come after it still coalesce among themselves. A delete replaces
+//!   everything not in flight whatever the bodies (the record is gone).
+//! - **Update of a never-attempted or blocked create.** It is merged into the create only
+//!   when the create's body, the body of every edit folded with it and the update's body
+//!   are all objects. Otherwise the create is sent as created and the update follows it,
+//!   exactly as when the create's outcome is unknown: an ordinary successor for an
+//!   app-chosen target, an intent row (converted once the create's receipt is known) for a
+//!   `pending:` target. A delete still cancels a never-sent create and all its edits.
+//! - **Intents of one `pending:` target.** They coalesce by the same rule; an intent that
+//!   cannot absorb the previous one waits behind it (`successorOf` the previous intent),
+//!   and all the create's intents are converted, in that order, when its receipt arrives
+//!   ([`crate::ack::pending_intents`]).
 
+use crate::accounts::in_scope;
 use crate::codec::{encode, refingerprint, Stored};
 use crate::fingerprint::fingerprint;
 use crate::inflight::in_flight;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{send_order, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -33,7 +62,8 @@ fn target_of(op: &NewOperation, id: &str) -> String {
     op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
 }
 
-/// Shallow merge: `patch`'s fields over `base`'s when both are objects, else `patch`.
+/// Shallow merge: `patch`'s fields over `base`'s when both are objects ([`mergeable`]),
+/// else `patch`.
 #[must_use]
 pub fn shallow_merge(base: &Value, patch: &Value) -> Value {
     match (base, patch) {
@@ -49,7 +79,7 @@ pub fn shallow_merge(base: &Value, patch: &Value) -> Value {
 }
 
 /// Plans the enqueue of `op` under the fresh id `id`. `scope_rows` are the rows of
-/// [`enqueue_scope`] as read; `reissue_id` is a second fresh id, used only when the
+/// [`enqueue_scope`] as read (rows outside it are ignored); `reissue_id` is a second fresh id, used only when the
 /// operation merges into a blocked create (which is then re-issued, §7).
 pub fn plan_enqueue(
     op: &NewOperation,
@@ -61,35 +91,55 @@ pub fn plan_enqueue(
 ) -> EnqueuePlan {
     let target = target_of(op, id);
     let scope = Scope::target(&op.owner, &target);
+    // §11: another owner's rows of the same target are neither absorbed nor waited for.
+    let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
+    let scope_rows = scope_rows.as_slice();
     let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
-    rows.sort_by(|a, b| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+    rows.sort_by(send_order);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
     let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
 
-    let mergeable = rows
-        .iter()
-        .find(|r| r.kind == Kind::Create && !flying(r) && (r.never_attempted() || r.state == RowState::Blocked));
-    if let (Some(create), false) = (mergeable, op.kind == Kind::Create) {
-        let folded: Vec<&Row> = rows.iter().filter(|r| r.id != create.id && !flying(r)).collect();
-        return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
+    if op.kind != Kind::Create {
+        let mergeable = rows
+            .iter()
+            .find(|r| r.kind == Kind::Create && !flying(r) && (r.never_attempted() || r.state == RowState::Blocked));
+        if let Some(create) = mergeable {
+            let folded: Vec<&Row> = rows.iter().filter(|r| r.id != create.id && !flying(r)).collect();
+            if folds_into_create(create, &folded, op) {
+                return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
+            }
+        }
     }
 
+    // Rows not in flight are absorbed by the new row (coalesced), except creates and, for an
+    // update, every row up to the last update it cannot be merged with: that one stays and
+    // the new row goes after it, so nothing of a non-object body is lost.
+    let absorbable: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create).collect();
+    let barrier = match op.kind {
+        Kind::Update => absorbable.iter().rposition(|r| r.kind == Kind::Update && !mergeable(&r.body, &op.body)),
+        Kind::Create | Kind::Delete => None,
+    };
+    let (kept, removed) = absorbable.split_at(barrier.map_or(0, |i| i + 1));
+
     // The row the new one must wait for: the in-flight row sent last, else a create whose
-    // outcome is unknown, else (an edit of `pending:X`) the create X, even if vanished.
-    let anchor = rows
-        .iter()
-        .filter(|r| flying(r))
-        .max_by_key(|r| (r.sent_at, r.saved_at))
-        .or_else(|| rows.iter().find(|r| r.kind == Kind::Create))
-        .map(|r| r.id.clone())
-        .or_else(|| target.strip_prefix(PENDING_PREFIX).filter(|_| op.kind != Kind::Create).map(str::to_owned));
-    let removed: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create).collect();
+    // outcome is unknown, else (an edit of `pending:X`) the create X, even if vanished. A
+    // row kept above comes after those unless an in-flight row is later still.
+    let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
+    let anchor = match kept.last() {
+        Some(&last_kept) => {
+            Some(last_flying.filter(|f| send_order(f, last_kept).is_gt()).unwrap_or(last_kept).id.clone())
+        }
+        None => last_flying
+            .or_else(|| rows.iter().find(|r| r.kind == Kind::Create))
+            .map(|r| r.id.clone())
+            .or_else(|| target.strip_prefix(PENDING_PREFIX).filter(|_| op.kind != Kind::Create).map(str::to_owned)),
+    };
 
     let mut body = op.body.clone();
     let mut revision = op.revision.clone();
     if op.kind == Kind::Update {
         let mut carried = Value::Object(Map::new());
-        for r in &removed {
+        for r in removed {
             match r.kind {
                 Kind::Update => carried = shallow_merge(&carried, &r.body),
                 _ => carried = Value::Object(Map::new()),
@@ -105,6 +155,25 @@ pub fn plan_enqueue(
     plan.deletes = removed.iter().map(|r| r.id.clone()).collect();
     plan.puts = vec![encode(&row)];
     EnqueuePlan { plan, row: Some(row), absorbed: removed.iter().map(|r| r.id.clone()).collect() }
+}
+
+/// True when two bodies may be merged (§7 shallow merge): both are JSON objects. A body of
+/// any other shape (a JSON Patch array, a string, a number...) means something the library
+/// cannot know how to combine, so it is never merged nor merged into.
+#[must_use]
+pub fn mergeable(earlier: &Value, later: &Value) -> bool {
+    earlier.is_object() && later.is_object()
+}
+
+/// True when `op` may be folded, after the create's waiting edits `folded` (in order), into
+/// the never-attempted or blocked `create`: a delete anywhere cancels it whatever the
+/// bodies; otherwise every body involved must be an object.
+fn folds_into_create(create: &Row, folded: &[&Row], op: &NewOperation) -> bool {
+    let edits = || folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]);
+    if edits().any(|(kind, _)| kind == Kind::Delete) {
+        return true; // cancels the create and every edit of it: nothing is merged
+    }
+    edits().all(|(kind, body)| kind != Kind::Update || mergeable(&create.body, body))
 }
 
 fn new_row(

@@ -1,7 +1,15 @@
 //! Validating what the app asks to enqueue (SPEC §3 rule 4): bad input is a typed error
 //! and nothing is written.
+//!
+//! A `revision` is a JSON number or string (an ETag, `"7"`), kept opaque: stored,
+//! fingerprinted (§2) and sent exactly as given. `null` or no `revision` means none; an
+//! object, array or boolean is refused ([`InputError::BadRevision`]).
+//!
+//! A `body` is any JSON value the app gives (§3), an object or not (a JSON Patch array, a
+//! string, a number); only a create or update without one (missing or `null`) is refused.
+//! Non-object bodies are never merged when operations coalesce ([`crate::enqueue`]).
 
-use crate::row::{Kind, PENDING_PREFIX};
+use crate::row::{is_revision, Kind, PENDING_PREFIX};
 use serde_json::Value;
 use std::fmt;
 
@@ -14,9 +22,9 @@ pub struct NewOperation {
     pub target: Option<String>,
     /// create / update / delete.
     pub kind: Kind,
-    /// Request body as the app gave it (`null` for a delete without one).
+    /// Request body as the app gave it: any JSON value (`null` only for a delete without one).
     pub body: Value,
-    /// Base revision, if the app uses optimistic concurrency.
+    /// Base revision, if the app uses optimistic concurrency: a number or a string.
     pub revision: Option<Value>,
 }
 
@@ -32,9 +40,10 @@ pub enum InputError {
     UnknownKind(String),
     /// `target` is not a non-empty string, or is missing for an update or delete.
     BadTarget(String),
-    /// `body` must be a JSON object for a create or an update.
-    BodyNotObject,
-    /// `revision` must be a number when given.
+    /// `body` is missing or `null` for a create or an update (any other JSON value is a
+    /// body, §3; how non-object bodies coalesce is in [`crate::enqueue`]).
+    MissingBody,
+    /// `revision` must be a number or a string when given (`null` is none).
     BadRevision,
 }
 
@@ -47,10 +56,10 @@ impl fmt::Display for InputError {
                 write!(f, "`kind` must be create, update or delete, got {k}")
             }
             InputError::BadTarget(why) => write!(f, "`target` {why}"),
-            InputError::BodyNotObject => {
-                write!(f, "`body` must be a JSON object for create and update")
+            InputError::MissingBody => write!(f, "`body` is required for create and update (any JSON value but null)"),
+            InputError::BadRevision => {
+                write!(f, "`revision` must be a number or a string (such as an ETag) when given")
             }
-            InputError::BadRevision => write!(f, "`revision` must be a number when given"),
         }
     }
 }
@@ -97,12 +106,12 @@ impl NewOperation {
             _ => {}
         }
         let body = obj.get("body").cloned().unwrap_or(Value::Null);
-        if kind != Kind::Delete && !body.is_object() {
-            return Err(InputError::BodyNotObject);
+        if kind != Kind::Delete && body.is_null() {
+            return Err(InputError::MissingBody);
         }
         let revision = match obj.get("revision") {
             None | Some(Value::Null) => None,
-            Some(n @ Value::Number(_)) => Some(n.clone()),
+            Some(r) if is_revision(r) => Some(r.clone()),
             Some(_) => return Err(InputError::BadRevision),
         };
         Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision })

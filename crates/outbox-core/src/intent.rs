@@ -4,7 +4,7 @@
 use crate::ack::claim_is_mine;
 use crate::codec::{decode, encode, refingerprint};
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{Row, RowState, Ticket, PENDING_PREFIX};
+use crate::row::{find_stored, is_revision, Row, RowState, Ticket, PENDING_PREFIX};
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,10 +28,12 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// A prepared request is usable if it names a real target.
+    /// A prepared request is usable if it names a real target and its revision, if any, is
+    /// a number or a string (§3); anything else would make the converted row undecodable.
     #[must_use]
     pub fn is_valid(&self) -> bool {
-        !self.target.is_empty() && !self.target.starts_with(PENDING_PREFIX)
+        let revision_ok = self.revision.as_ref().is_none_or(|r| r.is_null() || is_revision(r));
+        !self.target.is_empty() && !self.target.starts_with(PENDING_PREFIX) && revision_ok
     }
 }
 
@@ -58,6 +60,9 @@ pub enum IntentSkip {
     IntentChanged,
     /// The create's claim is no longer this tab's: its new holder converts.
     CreateNotMine,
+    /// The prepared request is not usable ([`Prepared::is_valid`]); quarantine the intent
+    /// with [`SUCCESSOR_UNPREPARED`] instead.
+    Unusable,
 }
 
 /// Plans the conversion of `intent` (as read before the port was asked) given the rows
@@ -72,15 +77,18 @@ pub fn plan_convert(
     current: &[Value],
     prepared: &Prepared,
 ) -> Result<ReplacePlan, IntentSkip> {
+    if !prepared.is_valid() {
+        return Err(IntentSkip::Unusable);
+    }
     let intent = decode(intent_raw).map_err(|_| IntentSkip::IntentChanged)?;
-    let now_intent = find(current, &intent.id).ok_or(IntentSkip::IntentChanged)?;
+    let now_intent = find_stored(current, &intent.id).ok_or(IntentSkip::IntentChanged)?;
     if now_intent != intent_raw {
         return Err(IntentSkip::IntentChanged);
     }
     let mut scopes = vec![Scope::Id(intent.id.clone())];
     let mut expected = vec![intent_raw.clone()];
     if let Some((create_id, ticket)) = create {
-        let raw = find(current, create_id).ok_or(IntentSkip::CreateNotMine)?;
+        let raw = find_stored(current, create_id).ok_or(IntentSkip::CreateNotMine)?;
         let row = decode(raw).map_err(|_| IntentSkip::CreateNotMine)?;
         if !claim_is_mine(&row, ticket) {
             return Err(IntentSkip::CreateNotMine);
@@ -104,7 +112,7 @@ pub fn convert_scopes(intent_id: &str, create_id: Option<&str>) -> Vec<Scope> {
 #[must_use]
 pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now: Millis) -> Option<ReplacePlan> {
     let mut intent = decode(intent_raw).ok()?;
-    if find(current, &intent.id)? != intent_raw {
+    if find_stored(current, &intent.id)? != intent_raw {
         return None;
     }
     if intent.state == RowState::Blocked && intent.blocked_code.as_deref() == Some(code) {
@@ -132,8 +140,4 @@ pub fn is_orphan_intent(row: &Row, predecessor_exists: bool) -> bool {
             RowState::Held => false,
             RowState::Queued | RowState::Sending => true,
         }
-}
-
-fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
-    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }

@@ -10,10 +10,12 @@
 //! | §3 row format | [`row`], [`codec`], [`input`] |
 //! | §4 replace | [`plan`], [`memstore`] |
 //! | §5 claim, in flight | [`claim`], [`inflight`] |
-//! | §6 ACK, §9 conflict | [`ack`], [`reissue`], [`release`] |
+//! | §6 ACK; a claim released unsent | [`ack`], [`release`] |
+//! | §9 revision conflicts | [`conflict`], [`reissue`] |
 //! | §7 enqueue, intents | [`enqueue`], [`intent`] |
-//! | §8 selection | [`select`] |
+//! | §8 selection, send order | [`select`], [`row::send_order`] |
 //! | §10 failures, backoff | [`outcome`], [`classify`], [`retry`] |
+//! | §11 accounts (the owner filter) | [`accounts`] |
 //! | §12 metrics | [`metrics`] |
 //! | §8 drain, as a sans-IO state machine | [`flush`] |
 //! | `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner` | [`admin`] |
@@ -23,11 +25,13 @@
 // Rows and plans move by value through small enums; boxing them would only add noise.
 #![allow(clippy::large_enum_variant)]
 
+pub mod accounts;
 pub mod ack;
 pub mod admin;
 pub mod claim;
 pub mod classify;
 pub mod codec;
+pub mod conflict;
 pub mod enqueue;
 pub mod fingerprint;
 pub mod flush;

@@ -2,8 +2,9 @@
 //! compared as stored, all or nothing. Used by the tests; usable by anyone who wants to run
 //! the planner without a browser.
 
+use crate::accounts::stored_is_owned;
 use crate::plan::{matches_expected, rows_in_scopes, ReplaceOutcome, ReplacePlan, Scope};
-use crate::time::Millis;
+use crate::row::stored_order_key;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -58,9 +59,8 @@ impl MemStore {
     /// Every row of `owner`, in `(savedAt, id)` order (the `[owner, savedAt]` index).
     #[must_use]
     pub fn read_owner(&self, owner: &str) -> Vec<Value> {
-        let mut out: Vec<Value> =
-            self.rows.values().filter(|r| r.get("owner").and_then(Value::as_str) == Some(owner)).cloned().collect();
-        out.sort_by_key(|r| (r.get("savedAt").and_then(Millis::from_json), crate::plan::key_string(r)));
+        let mut out: Vec<Value> = self.rows.values().filter(|r| stored_is_owned(owner, r)).cloned().collect();
+        out.sort_by_key(stored_order_key);
         out
     }
 

@@ -34,7 +34,8 @@ pub enum Outcome {
     },
     /// The base revision is stale; the server's record is at `actual_revision` (§9).
     Conflict {
-        /// The server's current revision.
+        /// The server's current revision: a number or a string. Anything else (`null`
+        /// included) quarantines the row with `REVISION_UNKNOWN` ([`crate::conflict`]).
         actual_revision: Value,
     },
 }

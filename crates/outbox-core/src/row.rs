@@ -5,6 +5,7 @@
 
 use crate::time::Millis;
 use serde_json::{Map, Value};
+use std::cmp::Ordering;
 use std::fmt;
 
 /// What an operation does to its target record.
@@ -148,7 +149,8 @@ pub struct Row {
     pub kind: Kind,
     /// Request body exactly as the app gave it.
     pub body: Value,
-    /// Base revision for optimistic concurrency.
+    /// Base revision for optimistic concurrency: a JSON number or string, opaque to the
+    /// library, stored, fingerprinted and sent exactly as given ([`is_revision`]).
     pub revision: Option<Value>,
     /// See [`crate::fingerprint`].
     pub fingerprint: String,
@@ -180,6 +182,14 @@ pub struct Row {
     pub conflict: Option<Value>,
     /// Fields this version does not know, kept as stored.
     pub extra: Map<String, Value>,
+}
+
+/// True for a value that can be a base revision (§3): a JSON number or a string (an ETag,
+/// `"7"`). The library never interprets it; it is stored, fingerprinted and sent as given.
+/// `null` means "no revision"; objects, arrays and booleans are not revisions.
+#[must_use]
+pub fn is_revision(value: &Value) -> bool {
+    value.is_number() || value.is_string()
 }
 
 /// Prefix of targets naming a record the server has not created yet.
@@ -220,6 +230,38 @@ impl Row {
     pub fn scope(&self) -> crate::plan::Scope {
         crate::plan::Scope::target(&self.owner, &self.target)
     }
+
+    /// This row's place in the send order, `(savedAt, id)` (§8).
+    #[must_use]
+    pub fn order_key(&self) -> (Millis, &str) {
+        (self.saved_at, &self.id)
+    }
+}
+
+/// Compares two rows in the send order `(savedAt, id)` (§8): the order rows are listed,
+/// selected, coalesced (§7) and their intents converted in.
+#[must_use]
+pub fn send_order(a: &Row, b: &Row) -> Ordering {
+    a.order_key().cmp(&b.order_key())
+}
+
+/// The send order of a stored value, decodable or not: its `savedAt` (unreadable first)
+/// then its `id` (a non-string id by its canonical JSON). Agrees with [`send_order`] on
+/// decodable rows.
+#[must_use]
+pub fn stored_order_key(raw: &Value) -> (Option<Millis>, String) {
+    let saved_at = raw.get("savedAt").and_then(Millis::from_json);
+    let id = match raw.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        _ => crate::plan::key_string(raw),
+    };
+    (saved_at, id)
+}
+
+/// The stored value with this `id` among `rows`, as stored (plans compare rows as stored, §4).
+#[must_use]
+pub fn find_stored<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }
 
 impl fmt::Display for Row {

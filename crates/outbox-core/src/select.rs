@@ -2,7 +2,7 @@
 
 use crate::codec::Stored;
 use crate::inflight::in_flight;
-use crate::row::{Row, RowState};
+use crate::row::{send_order, Row, RowState};
 use crate::time::Millis;
 use std::collections::HashMap;
 
@@ -78,7 +78,7 @@ pub fn blocked_index(stored: &[Stored]) -> HashMap<&str, bool> {
         .collect()
 }
 
-/// Sorts rows by `(savedAt, id)`.
+/// Sorts rows by `(savedAt, id)` ([`crate::row::send_order`]).
 pub fn sort_rows(rows: &mut [&Row]) {
-    rows.sort_by(|a, b| (a.saved_at, &a.id).cmp(&(b.saved_at, &b.id)));
+    rows.sort_by(|a, b| send_order(a, b));
 }

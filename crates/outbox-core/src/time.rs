@@ -19,14 +19,19 @@ impl Millis {
         self.0.saturating_sub(earlier.0)
     }
 
-    /// Reads a JSON number as milliseconds; fractions are truncated, non-numbers give `None`.
+    /// Reads a JSON number as milliseconds. An integer stored as a float (`5.0e3`, as a
+    /// JavaScript round trip may write it) is that integer; a fraction of a millisecond is
+    /// truncated (a `performance.now()`-based clock gives them; they change no decision).
+    /// Non-numbers and numbers outside the `i64` range give `None`, never a clamped time.
     #[must_use]
     pub fn from_json(value: &serde_json::Value) -> Option<Millis> {
         if let Some(i) = value.as_i64() {
             return Some(Millis(i));
         }
-        let f = value.as_f64()?;
-        f.is_finite().then_some(Millis(f as i64))
+        let f = value.as_f64()?.trunc();
+        // 2^63 is exact as an f64; every f64 in [-2^63, 2^63) converts without clamping.
+        const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+        (f.is_finite() && (-LIMIT..LIMIT).contains(&f)).then_some(Millis(f as i64))
     }
 
     /// The JSON form stored in rows.

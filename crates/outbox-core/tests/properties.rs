@@ -201,7 +201,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                         };
                         if with_revision {
                             // A number, or an opaque string (an ETag) the server compares as text.
-                            op["revision"] = if t % 2 == 0 { json!(1) } else { json!(1) };
+                            op["revision"] = if t % 2 == 0 { json!(1) } else { json!("1") };
                         }
                         op
                     }

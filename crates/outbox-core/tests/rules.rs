@@ -102,12 +102,15 @@ fn s3_bad_input_is_a_typed_error() {
             json!({"owner": "a", "kind": "upsert", "target": "t", "body": {}}),
             InputError::UnknownKind("`upsert`".into()),
         ),
-        (json!({"owner": "a", "kind": "update", "target": "t", "body": 3}), InputError::BodyNotObject),
+        (json!({"owner": "a", "kind": "update", "target": "t"}), InputError::MissingBody),
         (
             json!({"owner": "a", "kind": "update", "body": {}}),
             InputError::BadTarget("is required for update and delete".into()),
         ),
-        (json!({"owner": "a", "kind": "update", "target": "t", "body": {}, "revision": "7"}), InputError::BadRevision),
+        (
+            json!({"owner": "a", "kind": "update", "target": "t", "body": {}, "revision": {"v": 7}}),
+            InputError::BadRevision,
+        ),
         (json!([1]), InputError::NotAnObject),
     ];
     for (v, e) in bad {

@@ -1,0 +1,61 @@
+//! Revision conflicts (SPEC §9).
+//!
+//! The server answered "your base revision is stale, the record is at R". While the claim
+//! is still this tab's, one replace removes the original row and writes a successor under
+//! a **new** operation id with revision R, a new fingerprint and a
+//! `conflict: {previousId, actualRevision, at}` note, and re-points the rows that waited for
+//! the original to the successor. The old id cannot be reused: the gate's ledger would
+//! refuse it with a different fingerprint (§14).
+//!
+//! R is opaque, like every revision (§3): a JSON number or a string such as an ETag, and
+//! the successor stores, fingerprints and sends exactly that value.
+//!
+//! **A conflict without a usable actual revision** (`actualRevision` missing, `null`, or an
+//! object, array or boolean) never becomes a successor: a successor without a base
+//! revision would be a blind write over the very change the server just reported. The
+//! original row is quarantined instead, as for a permanent answer (§6): `state: "blocked"`,
+//! `blockedCode: "REVISION_UNKNOWN"` ([`REVISION_UNKNOWN`]), its own revision kept, claim
+//! expired and fence kept. The app decides (re-read the record, then `retryBlocked` with
+//! a new body, or `discard`). The default classifier (§10) already turns such a `412` into
+//! this permanent code; [`crate::ack::plan_ack`] does the same for an app-built
+//! `Outcome::Conflict` whose revision is unusable.
+
+use crate::accounts::in_scope;
+use crate::codec::encode;
+use crate::plan::{ReplacePlan, Scope};
+use crate::reissue::{reissued, repoint};
+use crate::row::{is_revision, Row};
+use crate::time::Millis;
+use serde_json::{json, Value};
+
+/// Quarantine code: the server reported a revision conflict without a usable actual revision.
+pub const REVISION_UNKNOWN: &str = "REVISION_UNKNOWN";
+
+/// True if a conflict answer's `actualRevision` can become the successor's base revision.
+#[must_use]
+pub fn usable_actual_revision(actual_revision: &Value) -> bool {
+    is_revision(actual_revision)
+}
+
+/// §9: the original under a new id, with the server's revision and a `conflict` note.
+/// `actual_revision` must be usable ([`usable_actual_revision`]); callers block the row
+/// with [`REVISION_UNKNOWN`] otherwise, as [`crate::ack::plan_ack`] does.
+#[must_use]
+pub fn conflict_successor(row: &Row, actual_revision: &Value, now: Millis, new_id: &str) -> Row {
+    let mut with_rev = row.clone();
+    with_rev.revision = Some(actual_revision.clone()).filter(is_revision);
+    let mut s = reissued(&with_rev, new_id);
+    s.conflict = Some(json!({"previousId": row.id, "actualRevision": actual_revision, "at": now.0}));
+    s
+}
+
+/// One replace: remove the original, write its successor, re-point the rows of its scope
+/// that waited for it. `scope_rows` are the rows read for the ACK (the original among
+/// them); only the original's own `(owner, target)` scope is compared and changed (§11).
+pub fn conflict_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
+    let scope = row.scope();
+    let expected: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
+    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
+    puts.push(encode(successor));
+    ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }
+}
