@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit` by the test suite: the package's .d.ts must describe the API
 // an app writes against (SPEC §15), with real types for rows, outcomes and reports.
 import init, { Outbox, classifyHttp, selectSendable, isRowInFlight } from "../../pkg/outbox_idb.js";
-import type { OutboxRow, Outcome, FlushReport, Metrics, Ticket, SendOp, UndecodableRow } from "../../pkg/outbox_idb.js";
+import type { OutboxRow, Outcome, FlushReport, Metrics, Ticket, SendOp, UndecodableRow, OutboxErrorCode } from "../../pkg/outbox_idb.js";
 
 export async function app(): Promise<void> {
   await init();
@@ -14,6 +14,8 @@ export async function app(): Promise<void> {
   }
   // `revision: null` is "no revision", as `OutboxRow.revision` reads it back.
   await outbox.enqueue({ owner: "alice", kind: "update", target: "workout:42", body: { weight: 81 }, revision: null });
+  // A revision may be an opaque string (an ETag).
+  await outbox.enqueue({ owner: "alice", kind: "update", target: "workout:42", body: [{ op: "replace", path: "/w", value: 1 }], revision: "W/\"7\"" });
   const all: Array<OutboxRow | UndecodableRow> = await outbox.rows("alice");
   // The listed rows narrow on `undecodable`.
   for (const r of all) {
@@ -35,7 +37,12 @@ export async function app(): Promise<void> {
     findCreateReceipt: async () => null,
     maxRows: 100,
   });
-  const n: number = report.succeeded + report.receipts.length;
+  const n: number = report.succeeded + report.receipts.length + report.released;
+  const other: Outbox = await Outbox.open({ dbName: "app-outbox", openTimeoutMs: 2_000 });
+  try { other.close(); } catch (e) {
+    const code: OutboxErrorCode = (e as { code: OutboxErrorCode }).code;
+    void code;
+  }
   const ticket: Ticket | null = await outbox.claim("alice", "row-id");
   if (ticket) {
     const applied: "applied" | "not-mine" = await outbox.ack("alice", "row-id", ticket, { type: "transient", retryAfterMs: 5 }, undefined);

@@ -1,6 +1,6 @@
 //! The pure planner of a crash-safe, multi-tab offline outbox.
 //!
-//! Every rule of the contract (`shared/SPEC.md` §3–§12) lives here, with no I/O, no clock
+//! Every rule of the contract (`docs/contract.md` §3–§12) lives here, with no I/O, no clock
 //! and no randomness of its own: callers pass `now` ([`Millis`]) and random draws in, and
 //! carry out the plans ([`ReplacePlan`]) this crate returns. One module per rule:
 //!

@@ -79,3 +79,29 @@ fn meeting_another_tabs_claims_reads_the_queue_again_at_once() {
     let rep = w.drain(0, &mut truthful);
     assert_eq!((rep.claimed, rep.stale), (0, 3));
 }
+
+#[test]
+fn s8_a_random_start_never_reorders_the_rows_of_one_record() {
+    // Two rows of one record that do not name each other (an older writer's), one of another.
+    let mut store = MemStore::new();
+    for (id, target, at) in [("a", "w:1", T0), ("b", "w:1", T0), ("c", "w:2", T0 + 1)] {
+        store.seed(json!({"id": id, "owner": "alice", "target": target, "kind": "update",
+                          "body": {"id": id}, "savedAt": at, "state": "queued"}));
+    }
+    for unit in [0.0, 0.4, 0.6, 0.99] {
+        let mut out = Outstanding::new();
+        let mut f = Flush::new(FlushOptions::new("alice", Tab::new("tab-a")), &mut out);
+        let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
+        f.handle_rows(token, &store.read_owner(&owner), outbox_core::Millis(T0 + 5), &mut Fixed(unit), &mut out);
+        let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims") };
+        let ids: Vec<String> = scopes
+            .iter()
+            .map(|s| match s {
+                outbox_core::Scope::Id(id) => id.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(ids.contains(&"a".to_owned()), "draw {unit}: w:1 starts with its older row a, not b: {ids:?}");
+        assert!(!ids.contains(&"b".to_owned()), "draw {unit}: b waits for a");
+    }
+}

@@ -16,7 +16,7 @@ export interface OutboxRow {
   target: string;
   kind: "create" | "update" | "delete";
   body: unknown;
-  revision?: number | null;
+  revision?: number | string | null;
   fingerprint: string;
   savedAt: number;
   state: "queued" | "sending" | "held" | "blocked";
@@ -56,7 +56,15 @@ export interface OpenOptions {
   backoff?: { baseMs?: number; capMs?: number };
   /** Rows of different targets sent at once (default 4). */
   concurrency?: number;
+  /**
+   * How long opening (and reopening after another tab's upgrade) waits for other tabs of
+   * this app to let go of the database before failing with code `BLOCKED` (default 5000).
+   */
+  openTimeoutMs?: number;
 }
+
+/** The `code` of every error the package throws or rejects with. */
+export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA";
 
 export interface EnqueueInput {
   owner: string;
@@ -67,11 +75,16 @@ export interface EnqueueInput {
    * levels deep. Anything else is refused with `INVALID_ARGUMENT` naming where it is —
    * a `Date`, `Blob`, `Map`, `Set`, `BigInt`, typed array, function, class instance, `NaN`,
    * `Infinity`, a cycle — and so is a property set to `undefined` (leave the key out; JSON
-   * would drop it silently). An object for create and update.
+   * would drop it silently). Any JSON value for create and update: objects coalesce
+   * (fields merged, SPEC §7); a non-object body (a JSON Patch array, say) is never merged
+   * into another body: it waits as the successor of the rows before it.
    */
   body?: unknown;
-  /** Base revision; `null` or absent: none. */
-  revision?: number | null;
+  /**
+   * Base revision: a number or an opaque string (an ETag), stored, fingerprinted and sent
+   * exactly as given; `null` or absent: none.
+   */
+  revision?: number | string | null;
 }
 
 export type Outcome =
@@ -87,14 +100,14 @@ export interface SendOp {
   kind: "create" | "update" | "delete";
   target: string;
   body: unknown;
-  revision: number | null;
+  revision: number | string | null;
   fingerprint: string;
   attempt: number;
   owner: string;
 }
 
 /** The real request of an intent; `body` must be JSON as at enqueue, or the intent is blocked. */
-export interface Prepared { target: string; body: unknown; revision?: number | null }
+export interface Prepared { target: string; body: unknown; revision?: number | string | null }
 
 export interface AckPorts {
   prepareSuccessor?: (a: { intent: OutboxRow; predecessor: OutboxRow | null; receipt: unknown }) => Prepared | Promise<Prepared>;
@@ -120,7 +133,9 @@ export interface Counters {
 }
 
 export interface FlushReport {
-  claimed: number; succeeded: number; deferred: number; held: number; blocked: number;
+  /** `claimed`: rows claimed and sent; `released`: claimed but handed back unsent because an
+   *  auth answer ended the flush (SPEC §6). */
+  claimed: number; released: number; succeeded: number; deferred: number; held: number; blocked: number;
   conflicts: number; stale: number; skipped: number; converted: number; applied: number;
   receipts: ReceiptReport[];
   counters: Counters;

@@ -237,14 +237,7 @@ impl Flush {
                 Candidate::new(by_id[r.id.as_str()].clone(), pred)
             })
             .collect();
-        // Start at a random place (rows of one target are chained by `successorOf`, so only
-        // the cross-target order changes): tabs draining one queue then rarely collide.
-        let mut picked = VecDeque::from(picked);
-        if !picked.is_empty() {
-            let offset = ((draws.unit().clamp(0.0, 0.999_999) * picked.len() as f64) as usize) % picked.len();
-            picked.rotate_left(offset);
-        }
-        self.candidates = picked;
+        self.candidates = start_anywhere(picked, draws.unit());
         let orphans: Vec<Value> = stored
             .iter()
             .filter_map(Stored::row)
@@ -446,4 +439,27 @@ impl Flush {
     fn claims_in_progress(&self) -> u64 {
         self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
     }
+}
+
+/// The round's candidates from a random place: tabs draining one queue then rarely collide
+/// (§8 speed). Records are rotated, not rows: the rows of one record keep their
+/// `(savedAt, id)` order, also when they do not name each other in `successorOf` (an older
+/// writer's rows), so a record's edits are never sent out of order.
+fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Candidate> {
+    let mut records: Vec<Vec<Candidate>> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for c in picked {
+        match index.get(&c.target) {
+            Some(&i) => records[i].push(c),
+            None => {
+                index.insert(c.target.clone(), records.len());
+                records.push(vec![c]);
+            }
+        }
+    }
+    if !records.is_empty() {
+        let offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
+        records.rotate_left(offset);
+    }
+    records.into_iter().flatten().collect()
 }
