@@ -11,71 +11,22 @@ use outbox_idb::Outbox;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
+
 use wasm_bindgen_test::*;
+
+mod common;
+
+use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-const T0: f64 = 1_700_000_000_000.0;
-
-fn db_name(test: &str) -> String {
-    format!("{test}-{}", uuid::Uuid::new_v4())
-}
-
-fn obj(v: Value) -> JsValue {
-    to_js(&v)
-}
-
-fn set(o: &JsValue, k: &str, v: &JsValue) {
-    Reflect::set(o, &k.into(), v).unwrap();
-}
-
-fn js_fn(args: &str, body: &str) -> JsValue {
-    Function::new_with_args(args, body).into()
-}
-
-/// Options with a fixed clock that the test can move through `globalThis[clockKey]`.
-fn options(db: &str, tab: &str) -> JsValue {
-    let o = obj(json!({"dbName": db, "tabId": tab, "leaseMs": 10_000}));
-    let key = format!("clock_{}", db.replace('-', "_"));
-    Reflect::set(&js_sys::global(), &key.clone().into(), &T0.into()).unwrap();
-    set(&o, "now", &js_fn("", &format!("return globalThis.{key};")));
-    set(&o, "random", &js_fn("", "return 0.5;"));
-    o
-}
-
-fn advance(db: &str, ms: f64) {
-    let key: JsValue = format!("clock_{}", db.replace('-', "_")).into();
-    let t = Reflect::get(&js_sys::global(), &key).unwrap().as_f64().unwrap();
-    Reflect::set(&js_sys::global(), &key, &(t + ms).into()).unwrap();
-}
-
-async fn done(p: js_sys::Promise) -> Result<JsValue, JsValue> {
-    JsFuture::from(p).await
-}
-
-async fn ok(p: js_sys::Promise) -> Value {
-    let v = done(p).await.expect("call succeeds");
-    if v.is_undefined() {
-        Value::Null
-    } else {
-        from_js(&v, "result").unwrap()
-    }
-}
-
 async fn code_of(p: js_sys::Promise) -> String {
-    sync_code(done(p).await)
+    sync_code(settle(p).await)
 }
 
 /// The `code` of the `Error` a call threw.
 fn sync_code<T: std::fmt::Debug>(r: Result<T, JsValue>) -> String {
-    let err = r.expect_err("call fails");
-    assert!(err.is_instance_of::<js_sys::Error>(), "an Error object");
-    Reflect::get(&err, &"code".into()).unwrap().as_string().unwrap()
-}
-
-async fn open(db: &str, tab: &str) -> Outbox {
-    Outbox::open_with(options(db, tab)).await.expect("open")
+    coded(&r.expect_err("call fails")).0
 }
 
 fn flush_opts(owner: &str, send: JsValue) -> JsValue {
@@ -287,9 +238,9 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
     let bad_ops = [
         json!({"target": "w:1", "kind": "update", "body": {}}),
         json!({"owner": "alice", "target": "w:1", "kind": "upsert", "body": {}}),
-        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": "text"}),
+        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": null}),
         json!({"owner": "alice", "kind": "update", "body": {}}),
-        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}, "revision": "x"}),
+        json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}, "revision": {"v": 1}}),
     ];
     for op in bad_ops {
         assert_eq!(code_of(a.enqueue(obj(op))).await, "INVALID_ARGUMENT");
@@ -363,7 +314,7 @@ async fn opening_upgrades_an_earlier_schema_without_losing_rows() {
         "return new Promise((ok) => {{ const r = indexedDB.open('{db}'); r.onsuccess = () => {{
             const names = [...r.result.transaction('outbox').objectStore('outbox').indexNames]; r.result.close(); ok(names.join(',')); }}; }});"
     );
-    let names = done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
+    let names = settle(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
     assert_eq!(names.as_string().unwrap(), "byOwnerSavedAt,byOwnerTarget,legacyIndex");
 }
 
@@ -380,7 +331,7 @@ async fn another_tabs_upgrade_is_not_blocked_and_this_tab_reopens() {
             r.onerror = () => err(r.error);
         }});"
     );
-    let v = done(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await;
+    let v = settle(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await;
     assert_eq!(v.unwrap().as_string().as_deref(), Some("upgraded"));
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows.as_array().unwrap().len(), 1, "reopened at the newer version, rows intact");

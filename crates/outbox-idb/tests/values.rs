@@ -3,82 +3,30 @@
 //! whatever it holds; and no value, given or stored, can take the module down.
 #![cfg(target_arch = "wasm32")]
 
-use js_sys::{Array, Function, Promise, Reflect};
-use outbox_idb::convert::{from_js, to_js};
+use js_sys::{Array, Promise};
+
 use outbox_idb::Outbox;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
+
 use wasm_bindgen_test::*;
 
+mod common;
+
+use common::*;
+
 wasm_bindgen_test_configure!(run_in_browser);
-
-const T0: f64 = 1_700_000_000_000.0;
-
-fn db_name(test: &str) -> String {
-    format!("{test}-{}", uuid::Uuid::new_v4())
-}
-
-fn obj(v: Value) -> JsValue {
-    to_js(&v)
-}
-
-fn set(o: &JsValue, k: &str, v: &JsValue) {
-    Reflect::set(o, &k.into(), v).unwrap();
-}
-
-fn get(o: &JsValue, k: &str) -> JsValue {
-    Reflect::get(o, &k.into()).unwrap()
-}
-
-/// Evaluates a JS function body with the named arguments bound.
-fn js(args: &str, body: &str) -> Function {
-    Function::new_with_args(args, body)
-}
-
-fn js_fn(args: &str, body: &str) -> JsValue {
-    js(args, body).into()
-}
 
 /// The value of a JS expression.
 fn expr(e: &str) -> JsValue {
     js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
 }
 
-fn options(db: &str, tab: &str) -> JsValue {
-    let o = obj(json!({"dbName": db, "tabId": tab, "leaseMs": 10_000}));
-    set(&o, "now", &js_fn("", &format!("return {T0};")));
-    set(&o, "random", &js_fn("", "return 0.5;"));
-    o
-}
-
-async fn open(db: &str, tab: &str) -> Outbox {
-    Outbox::open_with(options(db, tab)).await.expect("open")
-}
-
-async fn settle(p: Promise) -> Result<JsValue, JsValue> {
-    JsFuture::from(p).await
-}
-
-async fn ok(p: Promise) -> Value {
-    let v = settle(p).await.expect("call succeeds");
-    if v.is_undefined() {
-        Value::Null
-    } else {
-        from_js(&v, "result").unwrap()
-    }
-}
-
 /// The `(code, message)` of a rejected call.
 async fn refused(p: Promise) -> (String, String) {
     let err = settle(p).await.expect_err("call fails");
     coded(&err)
-}
-
-fn coded(err: &JsValue) -> (String, String) {
-    assert!(err.is_instance_of::<js_sys::Error>(), "an Error object: {err:?}");
-    (get(err, "code").as_string().unwrap_or_default(), get(err, "message").as_string().unwrap_or_default())
 }
 
 fn flush_opts(owner: &str, send: &str) -> JsValue {
