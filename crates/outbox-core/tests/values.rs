@@ -416,3 +416,18 @@ fn s7_chained_intents_are_converted_after_the_intent_they_wait_for() {
     let ids: Vec<String> = pending_intents(&decode(&create).unwrap(), &rows).into_iter().map(|(r, _)| r.id).collect();
     assert_eq!(ids, ["first", "z", "a", "after-blk"]);
 }
+
+#[test]
+fn s3_decode_errors_say_which_field_and_why() {
+    // `undecodable()` shows these messages to people (§3 rule 3).
+    let cases = [
+        (DecodeError::NotAnObject, "row is not an object"),
+        (DecodeError::MissingField("body"), "field `body` is missing"),
+        (DecodeError::WrongType("claim"), "field `claim` has the wrong type"),
+        (DecodeError::UnknownKind("upsert".into()), "unknown kind `upsert`"),
+        (DecodeError::UnknownState("paused".into()), "unknown state `paused`"),
+    ];
+    for (e, msg) in cases {
+        assert_eq!(e.to_string(), msg);
+    }
+}
