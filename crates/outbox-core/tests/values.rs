@@ -147,6 +147,8 @@ fn s10_a_412_revision_conflict_without_actual_revision_is_permanent_revision_unk
     let c = |body: Value| classify_http(412, &[], &body, Millis(0));
     let unknown = Outcome::Permanent { code: "REVISION_UNKNOWN".into() };
     assert_eq!(c(json!({"code": "REVISION_CONFLICT"})), unknown);
+    // A 412 that is not the gate's revision conflict is just another 4xx (§10).
+    assert_eq!(c(json!({"actualRevision": 3})), Outcome::Permanent { code: "HTTP_412".into() });
     assert_eq!(c(json!({"code": "REVISION_CONFLICT", "actualRevision": null})), unknown);
     assert_eq!(c(json!({"code": "REVISION_CONFLICT", "actualRevision": {"v": 1}})), unknown);
     assert_eq!(
