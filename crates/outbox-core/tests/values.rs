@@ -147,6 +147,8 @@ fn s10_a_412_revision_conflict_without_actual_revision_is_permanent_revision_unk
     let c = |body: Value| classify_http(412, &[], &body, Millis(0));
     let unknown = Outcome::Permanent { code: "REVISION_UNKNOWN".into() };
     assert_eq!(c(json!({"code": "REVISION_CONFLICT"})), unknown);
+    // A 412 that is not the gate's revision conflict is just another 4xx (§10).
+    assert_eq!(c(json!({"actualRevision": 3})), Outcome::Permanent { code: "HTTP_412".into() });
     assert_eq!(c(json!({"code": "REVISION_CONFLICT", "actualRevision": null})), unknown);
     assert_eq!(c(json!({"code": "REVISION_CONFLICT", "actualRevision": {"v": 1}})), unknown);
     assert_eq!(
@@ -415,4 +417,19 @@ fn s7_chained_intents_are_converted_after_the_intent_they_wait_for() {
     ];
     let ids: Vec<String> = pending_intents(&decode(&create).unwrap(), &rows).into_iter().map(|(r, _)| r.id).collect();
     assert_eq!(ids, ["first", "z", "a", "after-blk"]);
+}
+
+#[test]
+fn s3_decode_errors_say_which_field_and_why() {
+    // `undecodable()` shows these messages to people (§3 rule 3).
+    let cases = [
+        (DecodeError::NotAnObject, "row is not an object"),
+        (DecodeError::MissingField("body"), "field `body` is missing"),
+        (DecodeError::WrongType("claim"), "field `claim` has the wrong type"),
+        (DecodeError::UnknownKind("upsert".into()), "unknown kind `upsert`"),
+        (DecodeError::UnknownState("paused".into()), "unknown state `paused`"),
+    ];
+    for (e, msg) in cases {
+        assert_eq!(e.to_string(), msg);
+    }
 }

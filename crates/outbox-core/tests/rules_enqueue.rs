@@ -1,0 +1,50 @@
+//! §7 enqueue details the other tests left open: what merges into an unsent create never
+//! includes a row in flight, and coalesced updates keep a base revision.
+
+use outbox_core::enqueue::plan_enqueue;
+use outbox_core::input::NewOperation;
+use outbox_core::{Millis, Tab};
+use serde_json::{json, Value};
+
+const NOW: Millis = Millis(1_000_000);
+
+fn op(v: Value) -> NewOperation {
+    NewOperation::from_json(&v).unwrap()
+}
+
+#[test]
+fn s7_merging_into_an_unsent_create_leaves_rows_in_flight_alone() {
+    // A delete of note:1 is in flight; the app re-creates note:1 (it waits behind the
+    // delete), then edits it: the edit merges into the create, the delete stays.
+    let deleting = json!({"id": "d", "owner": "alice", "target": "note:1", "kind": "delete", "body": null,
+                          "savedAt": 1, "state": "sending", "sentAt": NOW.0 - 10,
+                          "claim": {"tabId": "tab-a", "expiresAt": NOW.0 + 5_000, "fence": 1},
+                          "writer": {"bundle": "b", "at": NOW.0 - 10}});
+    let create = json!({"id": "c", "owner": "alice", "target": "note:1", "kind": "create", "body": {"t": 1},
+                        "savedAt": 2, "state": "queued", "successorOf": "d"});
+    let edit = op(json!({"owner": "alice", "target": "note:1", "kind": "update", "body": {"t": 2}}));
+    let p = plan_enqueue(&edit, "u", "re", &[deleting, create], &Tab::new("tab-b"), NOW);
+    let merged = p.row.expect("merged into the create");
+    assert_eq!((merged.id.as_str(), merged.body.clone()), ("c", json!({"t": 2})));
+    assert_eq!(merged.successor_of.as_deref(), Some("d"));
+    assert!(p.absorbed.is_empty(), "{:?}", p.absorbed);
+    assert!(p.plan.deletes.is_empty(), "the delete in flight is kept: {:?}", p.plan.deletes);
+}
+
+#[test]
+fn s7_coalesced_updates_keep_the_newest_base_revision_given() {
+    let queued = |id: &str, revision: Value| {
+        json!({"id": id, "owner": "alice", "target": "doc:1", "kind": "update", "body": {id: 1},
+               "savedAt": 1, "state": "queued", "revision": revision})
+    };
+    let update = |revision: Value| {
+        op(json!({"owner": "alice", "target": "doc:1", "kind": "update", "body": {"n": 1}, "revision": revision}))
+    };
+    let tab = Tab::new("tab-a");
+    let p = plan_enqueue(&update(json!(5)), "u", "re", &[queued("a", Value::Null)], &tab, NOW);
+    assert_eq!(p.row.unwrap().revision, Some(json!(5)), "the new operation's own revision");
+    let p = plan_enqueue(&update(json!(5)), "u", "re", &[queued("a", json!(3))], &tab, NOW);
+    assert_eq!(p.row.unwrap().revision, Some(json!(5)));
+    let p = plan_enqueue(&update(Value::Null), "u", "re", &[queued("a", json!("e3"))], &tab, NOW);
+    assert_eq!(p.row.unwrap().revision, Some(json!("e3")), "without one, the absorbed row's base revision");
+}
