@@ -15,7 +15,7 @@
 use crate::ack::claim_is_mine;
 use crate::codec::{decode, encode};
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{Evidence, Row, RowState, Ticket};
+use crate::row::{find_stored, Evidence, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -54,7 +54,7 @@ pub fn release_scopes(rows: &[Unsent]) -> Vec<Scope> {
 pub fn plan_release(rows: &[Unsent], current: &[Value], now: Millis) -> Option<ReplacePlan> {
     let mut plan = ReplacePlan::default();
     for u in rows {
-        let Some(raw) = current.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(u.id.as_str())) else {
+        let Some(raw) = find_stored(current, &u.id) else {
             continue;
         };
         let Ok(mut row) = decode(raw) else { continue };

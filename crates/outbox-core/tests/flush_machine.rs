@@ -105,3 +105,16 @@ fn s8_a_random_start_never_reorders_the_rows_of_one_record() {
         assert!(!ids.contains(&"b".to_owned()), "draw {unit}: b waits for a");
     }
 }
+
+#[test]
+fn s9_a_conflict_without_an_actual_revision_is_reported_blocked_not_as_a_conflict() {
+    let mut w = World::new(1);
+    w.server.seed_record("w:1", 1);
+    let u = w.enqueue(0, json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"x": 1}, "revision": 1}));
+    let id = u.row.unwrap().id;
+    w.start_flush(0, "alice");
+    let rep = w.drain(0, &mut |_, _| outbox_core::Outcome::Conflict { actual_revision: serde_json::Value::Null });
+    assert_eq!((rep.conflicts, rep.blocked, rep.counters.conflicts), (0, 1, 0));
+    let row = w.row(&id).expect("kept, blocked");
+    assert_eq!(row.blocked_code.as_deref(), Some("REVISION_UNKNOWN"));
+}

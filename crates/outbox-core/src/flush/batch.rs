@@ -10,7 +10,7 @@ use super::FlushOptions;
 use crate::claim::plan_claim;
 use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{Evidence, Row, Ticket};
+use crate::row::{find_stored as find, Evidence, Row, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -45,10 +45,6 @@ pub(super) struct ClaimBatch {
     pub(super) stale: u64,
     /// Rows no longer claimable for another reason.
     pub(super) skipped: u64,
-}
-
-fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
-    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
 }
 
 impl ClaimBatch {

@@ -49,6 +49,7 @@ pub use outstanding::{FlushId, Outstanding};
 pub use report::{FlushReport, ReceiptReport};
 pub use request::{Draws, FlushOptions, Request, SendOp, Token};
 
+use crate::accounts::owned_stored;
 use crate::codec::Stored;
 use crate::intent::is_orphan_intent;
 use crate::intent::Prepared;
@@ -220,11 +221,8 @@ impl Flush {
         self.phase = Phase::Draining { progress };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
-        let (stored, raws): (Vec<Stored>, Vec<&Value>) = rows
-            .iter()
-            .map(|raw| (Stored::from_value(raw), raw))
-            .filter(|(s, _)| s.row().is_none_or(|r| r.owner == owner))
-            .unzip();
+        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
+            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
         let by_id: HashMap<&str, &Value> =
             stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
         let exists = blocked_index(&stored);

@@ -339,16 +339,21 @@ fn answered(
                     report.blocked += 1;
                     false
                 }
-                Outcome::Conflict { .. } => {
-                    report.conflicts += 1;
-                    report.counters.conflicts += 1;
-                    // A successor that conflicts again waits for the next flush: no loop.
-                    let first = !conflict_born.contains(&a.row.id);
-                    if let Some(s) = successor {
+                Outcome::Conflict { .. } => match successor {
+                    Some(s) => {
+                        report.conflicts += 1;
+                        report.counters.conflicts += 1;
+                        // A successor that conflicts again waits for the next flush: no loop.
+                        let first = !conflict_born.contains(&a.row.id);
                         conflict_born.insert(s.id);
+                        first
                     }
-                    first
-                }
+                    // No usable actual revision: the row was blocked `REVISION_UNKNOWN` (§9).
+                    None => {
+                        report.blocked += 1;
+                        false
+                    }
+                },
             };
             Wait::Done { progress }
         }
