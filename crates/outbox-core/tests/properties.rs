@@ -544,3 +544,21 @@ fn regression_bob_update_survives_later_create() {
     ];
     run(acts).unwrap();
 }
+
+/// A claim batch found stale starts a new read of the queue; an auth answer then ends the
+/// flush before the read is back. The flush is not done until the read is handed back.
+#[test]
+fn regression_auth_while_a_reread_is_outstanding() {
+    let acts = vec![
+        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 1, kind: 0, with_revision: false },
+        Act::Flush { tab: 3, owner: 1 },
+        Act::Step { tab: 3, pick: 0, answer: 0 },
+        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
+        Act::Step { tab: 3, pick: 0, answer: 0 },
+        Act::Step { tab: 3, pick: 4284519928819982071, answer: 236 },
+        Act::Deliver { tab: 3, pick: 0 },
+        Act::Step { tab: 3, pick: 6046092471835080613, answer: 0 },
+    ];
+    run(acts).unwrap();
+}

@@ -79,8 +79,14 @@ enum Phase {
         /// Something changed in this round that may make more rows sendable.
         progress: bool,
     },
-    /// No more claims; the tasks under way finish.
-    Ending(Ending),
+    /// No more claims; the tasks under way finish (and a read asked for before is awaited,
+    /// then ignored).
+    Ending {
+        /// Why claiming stopped.
+        why: Ending,
+        /// The token of a read of the queue still outstanding.
+        reading: Option<Token>,
+    },
     /// One answer obtained by the app (`ack`): no rounds, no claims.
     Answering,
 }
@@ -195,7 +201,7 @@ impl Flush {
         self.requests.is_empty()
             && self.tasks.is_empty()
             && self.candidates.is_empty()
-            && !matches!(self.phase, Phase::Reading { .. })
+            && !matches!(self.phase, Phase::Reading { .. } | Phase::Ending { reading: Some(_), .. })
     }
 
     /// What the flush did so far.
@@ -214,10 +220,14 @@ impl Flush {
         draws: &mut dyn Draws,
         out: &mut Outstanding,
     ) {
-        let Phase::Reading { token: reading, progress } = self.phase else { return };
-        if reading != token {
-            return;
-        }
+        let progress = match self.phase {
+            Phase::Reading { token: t, progress } if t == token => progress,
+            Phase::Ending { why, reading: Some(t) } if t == token => {
+                self.phase = Phase::Ending { why, reading: None };
+                return;
+            }
+            _ => return,
+        };
         self.phase = Phase::Draining { progress };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
@@ -271,7 +281,7 @@ impl Flush {
         };
         let stale_before = self.report.stale;
         // §6: after an auth answer, rows whose claim commits now are not sent.
-        let may_send = self.phase != Phase::Ending(Ending::Auth);
+        let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth, .. });
         let next = task.written(result, &mut self.report, &mut self.memory.conflict_born, may_send);
         if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
             // Another tab is claiming from the same queue: the list read for this round is
@@ -301,7 +311,11 @@ impl Flush {
     /// whose claim is being written are released when it commits (see `handle_written`).
     /// Sends already made are answered as usual.
     fn end_for_auth(&mut self) {
-        self.phase = Phase::Ending(Ending::Auth);
+        let reading = match self.phase {
+            Phase::Reading { token, .. } | Phase::Ending { reading: Some(token), .. } => Some(token),
+            _ => None,
+        };
+        self.phase = Phase::Ending { why: Ending::Auth, reading };
         self.candidates.clear();
     }
 
@@ -380,10 +394,10 @@ impl Flush {
         if let Phase::Draining { .. } = self.phase {
             self.claim_batch(out);
             if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
-                self.phase = Phase::Ending(Ending::MaxRows);
+                self.phase = Phase::Ending { why: Ending::MaxRows, reading: None };
             }
         }
-        if matches!(self.phase, Phase::Ending(_)) {
+        if matches!(self.phase, Phase::Ending { .. }) {
             self.candidates.clear();
         }
         let idle = self.tasks.is_empty() && self.candidates.is_empty() && self.requests.is_empty();
