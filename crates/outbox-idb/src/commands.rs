@@ -13,13 +13,10 @@ use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
+use outbox_core::row::{find_stored as find, stored_order_key};
 use outbox_core::{decode, encode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
-
-fn find<'a>(rows: &'a [Value], id: &str) -> Option<&'a Value> {
-    rows.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id))
-}
 
 /// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
 /// what JSON cannot hold (SPEC §3 rule 3).
@@ -34,11 +31,6 @@ fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
 async fn own_row(inner: &crate::inner::Inner, owner: &str, id: &str) -> Result<Option<outbox_core::Row>, OutboxError> {
     let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
     Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
-}
-
-fn sort_key(v: &Value) -> (i64, String) {
-    let saved = v.get("savedAt").and_then(outbox_core::Millis::from_json).map_or(i64::MAX, |m| m.0);
-    (saved, outbox_core::plan::key_string(v))
 }
 
 /// Plans a change of all of one owner's rows; also says how many rows it changes.
@@ -126,7 +118,7 @@ impl Outbox {
                     Stored::Undecodable(u) => u.owner.as_deref() == Some(&owner),
                 })
                 .collect();
-            out.sort_by_key(|(raw, _)| sort_key(raw));
+            out.sort_by_key(|(raw, _)| stored_order_key(raw));
             let out: Array = out
                 .iter()
                 .map(|(raw, stored)| match stored {
