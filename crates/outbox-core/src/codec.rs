@@ -26,6 +26,39 @@ use crate::time::Millis;
 use serde_json::{Map, Value};
 use std::fmt;
 
+/// The top-level fields of §3 this version reads. Every other key of a stored row is an
+/// unknown field, carried through every read-modify-write as stored (§3 rule 2).
+pub const KNOWN_FIELDS: &[&str] = &[
+    "id",
+    "owner",
+    "target",
+    "kind",
+    "body",
+    "revision",
+    "fingerprint",
+    "savedAt",
+    "state",
+    "sentAt",
+    "deferredAt",
+    "heldAt",
+    "blockedAt",
+    "nextAttemptAt",
+    "blockedCode",
+    "claim",
+    "evidence",
+    "writer",
+    "successorOf",
+    "conflict",
+];
+
+/// The keys this version reads inside `claim`, `evidence` and `writer`; their other keys
+/// are unknown fields too, and kept as stored.
+pub const KNOWN_NESTED: &[(&str, &[&str])] = &[
+    ("claim", &["tabId", "expiresAt", "fence"]),
+    ("evidence", &["attemptCount", "lastAttemptAt", "lastErrorCode"]),
+    ("writer", &["bundle", "at"]),
+];
+
 /// Why a stored value is not a row this version can plan for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

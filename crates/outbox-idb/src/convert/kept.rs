@@ -14,6 +14,7 @@
 
 use super::walk::{as_marker, path_string, Kept, Mode, Seg, Walker};
 use js_sys::{Array, Object, Reflect};
+use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,34 +26,6 @@ pub const UNSENDABLE_KEY: &str = "$outboxUnsendable";
 /// Rows whose originals are kept. Rows read again replace their entry, so this only grows
 /// with rows deleted since; past the cap the oldest half is dropped.
 const MAX_ROWS_KEPT: usize = 4096;
-
-/// The fields of SPEC §3 that this version reads, and the known parts of the three
-/// objects whose other keys it carries through as unknown fields.
-const KNOWN: &[&str] = &[
-    "id",
-    "owner",
-    "target",
-    "kind",
-    "body",
-    "revision",
-    "fingerprint",
-    "savedAt",
-    "state",
-    "sentAt",
-    "deferredAt",
-    "heldAt",
-    "blockedAt",
-    "nextAttemptAt",
-    "blockedCode",
-    "successorOf",
-    "conflict",
-    "noMerge",
-];
-const KNOWN_INSIDE: &[(&str, &[&str])] = &[
-    ("claim", &["tabId", "expiresAt", "fence"]),
-    ("evidence", &["attemptCount", "lastAttemptAt", "lastErrorCode"]),
-    ("writer", &["bundle", "at"]),
-];
 
 struct Entry {
     generation: u64,
@@ -89,18 +62,17 @@ pub fn read(v: &JsValue, remember: bool) -> Value {
     json
 }
 
+/// Whether `path` lies in a field this version reads (SPEC §3): the planner's own list.
+/// `noMerge` counts as read: it is a field of the format this version must not misread.
 fn in_known_field(path: &[Seg]) -> bool {
     let Some(Seg::Key(first)) = path.first() else { return true };
-    if KNOWN.contains(&first.as_str()) {
-        return true;
-    }
-    match KNOWN_INSIDE.iter().find(|(k, _)| k == first) {
-        Some((_, inside)) => match path.get(1) {
+    if let Some((_, inside)) = KNOWN_NESTED.iter().find(|(k, _)| k == first) {
+        return match path.get(1) {
             Some(Seg::Key(k)) => inside.contains(&k.as_str()),
             _ => true,
-        },
-        None => false,
+        };
     }
+    KNOWN_FIELDS.contains(&first.as_str()) || first == "noMerge"
 }
 
 /// Takes `body` out of the planner's view of the row, so that it decodes as undecodable
