@@ -168,4 +168,22 @@ mod tests {
         let out = classify_http(503, &h(&[("retry-after", "3")]), &json!(null), now);
         assert_eq!(out, Transient { code: Some("HTTP_503".into()), retry_after_ms: Some(3_000) });
     }
+
+    #[test]
+    fn retry_after_clock_fields_are_checked_one_by_one() {
+        let day = |clock: &str| parse_http_date(&format!("Sun, 06 Nov 1994 {clock} GMT"));
+        // The last valid value of each field (a leap second included) is read...
+        assert_eq!(day("23:59:60"), Some(Millis((784_080_000 + 23 * 3600 + 59 * 60 + 60) * 1000)));
+        // ...one past it is refused, whichever field it is.
+        assert_eq!(day("24:00:00"), None);
+        assert_eq!(day("08:60:00"), None);
+        assert_eq!(day("08:49:61"), None);
+        assert_eq!(day("08:49"), None, "a clock has three fields");
+    }
+
+    #[test]
+    fn retry_after_in_seconds_too_large_to_count_is_the_longest_delay() {
+        let huge = parse_retry_after("99999999999999999999999", Millis(0)).unwrap();
+        assert_eq!(huge, i64::MAX / 1000 * 1000);
+    }
 }
