@@ -186,4 +186,16 @@ mod tests {
         let huge = parse_retry_after("99999999999999999999999", Millis(0)).unwrap();
         assert_eq!(huge, i64::MAX / 1000 * 1000);
     }
+
+    #[test]
+    fn http_dates_read_two_digit_years_and_every_month_right() {
+        let at = |s: &str| parse_http_date(s).map(|m| m.0 / 1000);
+        // RFC 850 two-digit years: 00-69 are 20xx, 70-99 are 19xx.
+        assert_eq!(at("Wednesday, 06-Nov-69 08:49:37 GMT"), Some(3_150_953_377));
+        assert_eq!(at("Thursday, 01-Jan-70 00:00:00 GMT"), Some(0));
+        // January and February count in the year before (the civil-date algorithm's shift).
+        assert_eq!(at("Tue, 01 Feb 2000 00:00:00 GMT"), Some(949_363_200));
+        assert_eq!(at("Wed, 01 Mar 2000 00:00:00 GMT"), Some(951_868_800));
+        assert_eq!(at("Thu, 29 Feb 2024 12:00:00 GMT"), Some(1_709_208_000));
+    }
 }
