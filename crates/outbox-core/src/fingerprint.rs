@@ -135,4 +135,17 @@ mod tests {
         assert_eq!(a, "9a547e173f6a790e9233c253c2f7050eb652d1d8174007d48d79c516fe0e62a3");
         assert_ne!(a, fingerprint(Kind::Update, "workout:42", &json!({"a": true, "w": 80}), Some(&json!(3))));
     }
+
+    #[test]
+    fn integers_beyond_2_pow_53_are_written_as_the_double_jcs_makes_of_them() {
+        assert_eq!(canonical_json(&json!(9_007_199_254_740_993_i64)), "9007199254740992");
+        assert_eq!(canonical_json(&json!(-9_007_199_254_740_993_i64)), "-9007199254740992");
+        assert_eq!(canonical_json(&json!(u64::MAX)), "18446744073709552000");
+        assert_eq!(canonical_json(&json!(9_007_199_254_740_992_i64)), "9007199254740992");
+    }
+
+    #[test]
+    fn only_control_characters_are_escaped() {
+        assert_eq!(canonical_json(&json!("a b\u{1f}")), "\"a b\\u001f\"");
+    }
 }

@@ -535,6 +535,7 @@ fn regression_auth_while_a_reread_is_outstanding() {
         Act::Step { tab: 3, pick: 4284519928819982071, answer: 236 },
         Act::Deliver { tab: 3, pick: 0 },
         Act::Step { tab: 3, pick: 6046092471835080613, answer: 0 },
+        Act::Step { tab: 3, pick: 0, answer: 0 }, // the read is handed back: now it is done
     ];
     run(acts).unwrap();
 }
