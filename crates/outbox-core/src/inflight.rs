@@ -59,3 +59,25 @@ pub fn in_flight(row: &Row, now: Millis, lease_ms: i64) -> InFlight {
 pub fn is_row_in_flight(row: &Row, now: Millis, lease_ms: i64) -> bool {
     in_flight(row, now, lease_ms).is_in_flight()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::decode;
+    use serde_json::json;
+
+    #[test]
+    fn is_row_in_flight_answers_for_claims_and_older_writers() {
+        let claimed = decode(&json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "body": {},
+            "savedAt": 1, "state": "sending", "sentAt": 10, "claim": {"tabId": "a", "expiresAt": 100, "fence": 1},
+            "writer": {"bundle": "b", "at": 10}}))
+        .unwrap();
+        assert!(is_row_in_flight(&claimed, Millis(99), 50));
+        assert!(!is_row_in_flight(&claimed, Millis(100), 50));
+        let older = decode(&json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "body": {},
+            "savedAt": 1, "state": "sending", "sentAt": 10}))
+        .unwrap();
+        assert!(is_row_in_flight(&older, Millis(59), 50));
+        assert!(!is_row_in_flight(&older, Millis(60), 50));
+    }
+}

@@ -54,19 +54,6 @@ impl Counters {
             self.permanent_failures += 1;
         }
     }
-
-    /// Adds another set of counters to this one.
-    pub fn add(&mut self, o: &Counters) {
-        let (a, b) = (&mut self.attempts, &o.attempts);
-        a.success += b.success;
-        a.transient += b.transient;
-        a.auth += b.auth;
-        a.permanent += b.permanent;
-        a.conflict += b.conflict;
-        self.replays += o.replays;
-        self.conflicts += o.conflicts;
-        self.permanent_failures += o.permanent_failures;
-    }
 }
 
 /// Decodable rows by stored state.
@@ -143,4 +130,31 @@ pub fn compute(rows: &[Value], owner: Option<&str>, counters: &Counters, now: Mi
     }
     m.oldest_queued_age_ms = oldest.map(|o| now.since(o).max(0));
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn s12_each_answer_counts_once_in_its_class() {
+        let mut c = Counters::default();
+        let answers = [
+            Outcome::success(json!({})),
+            Outcome::Success { receipt: json!({}), replayed: true },
+            Outcome::transient("NETWORK"),
+            Outcome::transient("NETWORK"),
+            Outcome::Auth,
+            Outcome::Permanent { code: "INVALID".into() },
+            Outcome::Conflict { actual_revision: json!(3) },
+        ];
+        for a in &answers {
+            c.record(a);
+        }
+        let a = c.attempts;
+        assert_eq!((a.success, a.transient, a.auth, a.permanent, a.conflict), (2, 2, 1, 1, 1));
+        assert_eq!((c.replays, c.permanent_failures), (1, 1));
+        assert_eq!(c.conflicts, 0, "conflict successors count when written, not when answered");
+    }
 }

@@ -28,6 +28,7 @@ fn s8_max_rows_stops_after_that_many_sends() {
     let rep = w.drain(A, &mut truthful);
     assert_eq!((rep.claimed, rep.succeeded), (2, 2));
     assert_eq!(w.store.len(), 3);
+    assert!(!w.store.is_empty());
 }
 
 #[test]
@@ -206,4 +207,29 @@ fn s8_a_send_that_outlives_its_lease_is_not_resent_by_the_same_tab() {
     w.drain(0, &mut truthful); // the first attempt's late answer: not mine any more
     assert_eq!(w.tabs[0].reports.last().unwrap().applied, 0);
     assert!(w.outstanding(0).is_empty(), "the tab holds nothing once its flushes ended");
+}
+
+#[test]
+fn s8_max_rows_counts_sends_across_rounds_and_claims_under_way() {
+    for (concurrency, max) in [(1, 3), (4, 5), (2, 3)] {
+        let mut w = World::new(1);
+        for i in 0..8 {
+            w.server.seed_record(&format!("w:{i}"), 1);
+            let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+        }
+        w.start_flush_with(A, "alice", |o| {
+            o.max_rows = Some(max);
+            o.concurrency = concurrency;
+        });
+        // Answers arrive one at a time, each as soon as every other request was carried out.
+        while w.flushing(A) {
+            fill_air(&mut w, A);
+            if !w.tabs[A].air.is_empty() {
+                w.deliver(A, 0);
+            }
+        }
+        let rep = w.tabs[A].reports.last().unwrap();
+        assert_eq!((rep.claimed, rep.succeeded), (max, max), "concurrency {concurrency}, maxRows {max}");
+        assert_eq!(w.server.received.len() as u64, max);
+    }
 }

@@ -47,9 +47,11 @@ enum Act {
         target: usize,
         sending: bool,
     },
+    /// `limits`: none, or (maxRows, concurrency) drawn small.
     Flush {
         tab: usize,
         owner: usize,
+        limits: Option<(u64, usize)>,
     },
     Step {
         tab: usize,
@@ -77,7 +79,8 @@ fn act() -> impl Strategy<Value = Act> {
     prop_oneof![
         3 => (tab.clone(), 0..2usize, 0..5usize, 0..3u8, any::<bool>())
             .prop_map(|(tab, owner, target, kind, with_revision)| Act::Enqueue { tab, owner, target, kind, with_revision }),
-        2 => (tab.clone(), 0..2usize).prop_map(|(tab, owner)| Act::Flush { tab, owner }),
+        2 => (tab.clone(), 0..2usize, proptest::option::of((1..5u64, 1..4usize)))
+            .prop_map(|(tab, owner, limits)| Act::Flush { tab, owner, limits }),
         8 => (tab.clone(), any::<usize>(), any::<u8>()).prop_map(|(tab, pick, answer)| Act::Step { tab, pick, answer }),
         3 => (tab.clone(), any::<usize>()).prop_map(|(tab, pick)| Act::Deliver { tab, pick }),
         2 => (tab.clone(), prop_oneof![Just(1_000i64), Just(LEASE), Just(LEASE + 1), Just(400_000)])
@@ -179,6 +182,8 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     let mut flush_owner: Vec<Option<String>> = vec![None; TABS];
     // Per sim tab, the sends in the air (same order as its `air`): (owner, target).
     let mut in_air: Vec<Vec<(String, String)>> = vec![vec![]; TABS];
+    // Per sim tab, the running flush's (maxRows, concurrency).
+    let mut flush_limits: Vec<(u64, usize)> = vec![(u64::MAX, 4); TABS];
     let mut older = 0;
     let mut reports_seen = [0usize; TABS];
     for a in acts {
@@ -230,10 +235,16 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Act::Flush { tab, owner } => {
+            Act::Flush { tab, owner, limits } => {
                 if !w.flushing(tab) && w.tabs[tab].air.is_empty() {
-                    w.start_flush(tab, OWNERS[owner]);
+                    w.start_flush_with(tab, OWNERS[owner], |o| {
+                        if let Some((max, concurrency)) = limits {
+                            o.max_rows = Some(max);
+                            o.concurrency = concurrency;
+                        }
+                    });
                     flush_owner[tab] = Some(OWNERS[owner].to_owned());
+                    flush_limits[tab] = limits.unwrap_or((u64::MAX, 4));
                 }
             }
             Act::Step { tab, pick, answer } => {
@@ -272,6 +283,12 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                                 op.target
                             );
                         }
+                        // §8: never more sends outstanding than the flush's concurrency.
+                        prop_assert!(
+                            in_air[tab].len() < flush_limits[tab].1,
+                            "more than {} sends outstanding",
+                            flush_limits[tab].1
+                        );
                         in_air[tab].push((op.owner.clone(), op.target.clone()));
                         prop_assert!(!op.target.starts_with("pending:") || op.kind == "create", "an intent was sent");
                         // The row may be gone or re-claimed meanwhile (this send was delayed);
@@ -376,6 +393,9 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
         for (t, tab) in w.tabs.iter().enumerate() {
             if tab.reports.len() > reports_seen[t] {
                 reports_seen[t] = tab.reports.len();
+                // §8 maxRows: a flush never sends more rows than it was allowed.
+                let claimed = tab.reports.last().unwrap().claimed;
+                prop_assert!(claimed <= flush_limits[t].0, "{claimed} sends over maxRows {}", flush_limits[t].0);
                 for r in tab.reports.last().unwrap().receipts.iter().filter(|r| !r.applied) {
                     let my_fence = tab.tickets.values().filter(|(id, _)| *id == r.id).map(|(_, f)| *f).max();
                     if let (Some(row), Some(fence)) = (w.row(&r.id), my_fence) {
@@ -528,7 +548,7 @@ fn regression_auth_while_a_reread_is_outstanding() {
     let acts = vec![
         Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
         Act::Enqueue { tab: 0, owner: 1, target: 1, kind: 0, with_revision: false },
-        Act::Flush { tab: 3, owner: 1 },
+        Act::Flush { tab: 3, owner: 1, limits: None },
         Act::Step { tab: 3, pick: 0, answer: 0 },
         Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
         Act::Step { tab: 3, pick: 0, answer: 0 },

@@ -129,9 +129,12 @@ async fn write_together(
     if results.contains(&Some(ReplaceOutcome::Committed)) {
         inner.notifier.changed("flush", Some(&owner));
     }
+    let conflicts_before = flush.borrow().report().counters.conflicts;
     for ((token, _), result) in writes.iter().zip(results) {
         flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
     }
+    // Conflict successors count when they are written (§12), like the attempts above.
+    inner.counters.borrow_mut().conflicts += flush.borrow().report().counters.conflicts - conflicts_before;
     Ok(())
 }
 

@@ -415,10 +415,9 @@ impl Flush {
             .opts
             .max_rows
             .map_or(usize::MAX, |m| m.saturating_sub(self.sends + self.claims_in_progress()) as usize);
-        // Claim in batches: wait until half the slots are free (or nothing runs), so one
-        // transaction claims several rows.
-        let busy = self.used_slots() > 0;
-        let want = if busy && room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
+        // Claim in batches: wait until half the slots are free (when nothing runs, all are),
+        // so one transaction claims several rows.
+        let want = if room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
         let token = self.token();
         let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
         let mut postponed = false;
