@@ -85,3 +85,45 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
 pub fn rows_in_scopes<'a>(all: impl IntoIterator<Item = &'a Value>, scopes: &[Scope]) -> Vec<Value> {
     all.into_iter().filter(|raw| scopes.iter().any(|s| s.contains(raw))).cloned().collect()
 }
+
+#[cfg(test)]
+mod cas_tests {
+    use super::*;
+    use crate::memstore::MemStore;
+    use serde_json::json;
+
+    #[test]
+    fn s4_expected_rows_match_as_stored_in_any_order_and_only_then() {
+        let a = json!({"id": "a", "owner": "o", "target": "t", "x": {"deep": [1, 2]}});
+        let b = json!({"id": "b", "owner": "o", "target": "t"});
+        assert!(matches_expected(&[a.clone(), b.clone()], &[b.clone(), a.clone()]), "order does not matter");
+        let a_changed = json!({"id": "a", "owner": "o", "target": "t", "x": {"deep": [1, 3]}});
+        assert!(!matches_expected(&[a.clone(), b.clone()], &[a_changed, b.clone()]), "an unknown field changed");
+        assert!(!matches_expected(std::slice::from_ref(&a), &[a.clone(), b.clone()]), "a row appeared");
+        assert!(!matches_expected(&[a.clone(), b.clone()], std::slice::from_ref(&a)), "a row vanished");
+        assert!(matches_expected(&[], &[]));
+    }
+
+    #[test]
+    fn s4_a_stale_replace_writes_nothing() {
+        let mut store = MemStore::new();
+        let row = json!({"id": "a", "owner": "o", "target": "t", "n": 1});
+        store.seed(row.clone());
+        let bumped = json!({"id": "a", "owner": "o", "target": "t", "n": 2});
+        let plan = |expected: Value| ReplacePlan {
+            scopes: vec![Scope::target("o", "t")],
+            expected: vec![expected],
+            deletes: vec![],
+            puts: vec![
+                json!({"id": "a", "owner": "o", "target": "t", "n": 3}),
+                json!({"id": "z", "owner": "o", "target": "t"}),
+            ],
+        };
+        store.seed(bumped.clone()); // another tab wrote between the read and the replace
+        assert_eq!(store.replace(&plan(row)), ReplaceOutcome::Stale);
+        assert_eq!(store.get("a"), Some(&bumped));
+        assert_eq!(store.get("z"), None, "nothing of the plan was written");
+        assert_eq!(store.replace(&plan(bumped)), ReplaceOutcome::Committed);
+        assert_eq!(store.get("a").unwrap()["n"], 3);
+    }
+}
