@@ -157,4 +157,32 @@ mod tests {
         assert_eq!((c.replays, c.permanent_failures), (1, 1));
         assert_eq!(c.conflicts, 0, "conflict successors count when written, not when answered");
     }
+
+    #[test]
+    fn s12_metrics_count_rows_by_state_and_undecodable_ones_by_owner() {
+        let row = |id: &str, owner: &str, state: &str, saved: i64| json!({"id": id, "owner": owner, "target": "t", "kind": "update", "body": {}, "savedAt": saved, "state": state});
+        let rows = vec![
+            row("q1", "alice", "queued", 1_000),
+            row("q2", "alice", "queued", 400),
+            row("s", "alice", "sending", 10),
+            row("h", "alice", "held", 10),
+            row("b", "alice", "blocked", 10),
+            row("bob", "bob", "queued", 5),
+            json!({"id": "u1", "owner": "alice", "kind": "???"}),
+            json!({"id": "u2", "owner": "bob", "kind": "???"}),
+            json!({"id": "u3"}),
+        ];
+        let mut c = Counters::default();
+        c.record(&Outcome::Auth);
+        let m = compute(&rows, Some("alice"), &c, Millis(2_000));
+        assert_eq!(m.total, 5);
+        let s = m.by_state;
+        assert_eq!((s.queued, s.sending, s.held, s.blocked), (2, 1, 1, 1));
+        assert_eq!(m.undecodable, 1, "alice's own undecodable row");
+        assert_eq!(m.oldest_queued_age_ms, Some(1_600));
+        assert_eq!(m.attempts.auth, 1);
+        let all = compute(&rows, None, &c, Millis(2_000));
+        assert_eq!((all.total, all.undecodable), (6, 3), "every owner, and rows whose owner cannot be read");
+        assert_eq!(all.oldest_queued_age_ms, Some(1_995));
+    }
 }
