@@ -118,3 +118,143 @@ fn s9_a_conflict_without_an_actual_revision_is_reported_blocked_not_as_a_conflic
     let row = w.row(&id).expect("kept, blocked");
     assert_eq!(row.blocked_code.as_deref(), Some("REVISION_UNKNOWN"));
 }
+
+/// Steps `tab` until its create is in the air.
+fn until_in_air(w: &mut World, tab: usize) {
+    run_until_sent(w, tab, &mut truthful);
+    assert_eq!(w.tabs[tab].air.len(), 1);
+}
+
+#[test]
+fn s7_a_create_with_six_chained_intents_converts_them_all_on_one_receipt() {
+    let mut w = World::new(1);
+    let c = w.enqueue(0, create("alice", json!({"n": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    until_in_air(&mut w, 0);
+    for i in 0..6 {
+        // JSON Patch bodies never merge: six intents, chained.
+        let _ = w.enqueue(0, update("alice", &c.target, json!([{"op": "add", "path": "/n", "value": i}])));
+    }
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!(rep.converted, 6);
+    assert_eq!(rep.succeeded, 7, "the create, then every converted edit in order");
+    assert!(w.store.is_empty());
+    assert_eq!(w.server.applied.len(), 7);
+}
+
+#[test]
+fn s7_a_prepared_request_that_names_no_real_target_blocks_the_intent() {
+    let mut w = World::new(1);
+    let c = w.enqueue(0, create("alice", json!({"n": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    until_in_air(&mut w, 0);
+    let i = w.enqueue(0, update("alice", &c.target, json!({"b": 2}))).row.unwrap();
+    w.deliver(0, 0);
+    w.step(0, 0, &mut truthful); // the ACK asks to convert first
+    let idx = w.find(0, |r| matches!(r, Request::Prepare { .. })).expect("asks the port");
+    let Request::Prepare { token, .. } = w.tabs[0].inbox.remove(idx) else { unreachable!() };
+    let bad = outbox_core::intent::Prepared { target: "pending:still".into(), body: json!({"b": 2}), revision: None };
+    w.with_flush(0, |f, out| f.handle_prepared(token, Ok(bad), out));
+    w.collect(0);
+    let rep = w.drain(0, &mut truthful);
+    let row = w.row(&i.id).expect("kept");
+    assert_eq!(row.blocked_code.as_deref(), Some(outbox_core::intent::SUCCESSOR_UNPREPARED));
+    assert_eq!((rep.blocked, rep.converted, rep.succeeded), (1, 0, 1));
+}
+
+#[test]
+fn s7_an_orphan_intent_with_a_receipt_but_no_prepare_port_is_blocked_not_converted() {
+    let mut w = World::new(1);
+    w.tabs[0].ports = Ports { prepare: false, find: true };
+    w.server.ledger.insert("gone".into(), ("fp".into(), json!({"serverId": "rec:9", "revision": 1})));
+    let now = w.tabs[0].now.0;
+    w.store.seed(json!({"id": "i-1", "owner": "alice", "target": "pending:gone", "kind": "update",
+                        "body": {"x": 1}, "savedAt": now, "state": "queued", "successorOf": "gone"}));
+    w.start_flush(0, "alice");
+    let mut asked_prepare = false;
+    while w.flushing(0) {
+        asked_prepare |= w.find(0, |r| matches!(r, Request::Prepare { .. })).is_some();
+        w.step(0, 0, &mut truthful);
+    }
+    assert!(!asked_prepare, "no prepareSuccessor port: never asked");
+    let row = w.row("i-1").unwrap();
+    assert_eq!(row.blocked_code.as_deref(), Some(outbox_core::intent::SUCCESSOR_UNPREPARED));
+}
+
+#[test]
+fn s8_an_orphan_lookup_takes_no_send_slot() {
+    let mut w = World::new(1);
+    let now = w.tabs[0].now.0;
+    w.store.seed(json!({"id": "i-1", "owner": "alice", "target": "pending:gone", "kind": "update",
+                        "body": {"x": 1}, "savedAt": now, "state": "queued", "successorOf": "gone"}));
+    for i in 0..2 {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(0, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+    w.start_flush_with(0, "alice", |o| o.concurrency = 2);
+    w.step(0, 0, &mut truthful); // read: a lookup and a claim batch are asked for
+    let lookup = w.find(0, |r| matches!(r, Request::FindReceipt { .. })).expect("looks the receipt up");
+    let lookup = w.tabs[0].inbox.remove(lookup); // the port is slow: not answered yet
+    while !w.tabs[0].inbox.is_empty() {
+        w.step(0, 0, &mut truthful);
+    }
+    assert_eq!(w.tabs[0].air.len(), 2, "both rows are sent while the lookup waits");
+    w.tabs[0].inbox.push(lookup);
+    w.drain(0, &mut truthful);
+}
+
+#[test]
+fn s6_an_answer_whose_write_found_the_row_changed_is_planned_again() {
+    let mut w = World::new(1);
+    w.server.seed_record("w:1", 1);
+    let u = w.enqueue(0, update("alice", "w:1", json!({"x": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    until_in_air(&mut w, 0);
+    w.deliver(0, 0);
+    let Request::Write { token, scopes } = w.tabs[0].inbox.remove(0) else { panic!("the ACK writes") };
+    // Plan inside the "transaction", then another writer changes a row of the scope before
+    // the compare: the replace is stale and writes nothing.
+    let now = w.tabs[0].now;
+    let current = w.store.read(&scopes);
+    let plan = {
+        let t = &mut w.tabs[0];
+        t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws).expect("a plan")
+    };
+    let mut changed = w.raw(&u.id).unwrap();
+    changed["futureField"] = json!("another writer");
+    w.store.seed(changed);
+    let r = w.store.replace(&plan);
+    assert_eq!(r, outbox_core::ReplaceOutcome::Stale);
+    w.with_flush(0, |f, out| f.handle_written(token, Some(r), out));
+    w.collect(0);
+    assert!(matches!(w.tabs[0].inbox[..], [Request::Write { .. }]), "the answer is planned again");
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!((rep.succeeded, rep.applied), (1, 1));
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s7_an_answer_chased_by_new_intents_gives_up_after_four_passes_and_is_resent_later() {
+    let mut w = World::new(1);
+    let c = w.enqueue(0, create("alice", json!({"n": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    until_in_air(&mut w, 0);
+    let _ = w.enqueue(0, update("alice", &c.target, json!({"v": 0})));
+    w.deliver(0, 0);
+    // Each time the port is asked, another tab replaces the intent with a newer edit, so
+    // the conversion is stale and the answer is planned again.
+    let mut prepares = 0;
+    while w.flushing(0) {
+        if w.find(0, |r| matches!(r, Request::Prepare { .. })).is_some() {
+            prepares += 1;
+            let _ = w.enqueue(0, update("alice", &c.target, json!({"v": prepares})));
+        }
+        w.step(0, 0, &mut truthful);
+        assert!(prepares < 20, "the flush chases the intents forever");
+    }
+    let rep = w.tabs[0].reports.last().unwrap();
+    assert_eq!(prepares, 4, "one conversion attempt per pass, four passes");
+    assert_eq!((rep.succeeded, rep.applied, rep.converted), (0, 0, 0));
+    assert!(!rep.receipts[0].applied, "the receipt is reported, the row kept");
+    assert!(w.row(&c.id).is_some(), "the create stays claimed: resent after the lease, the server replays");
+}

@@ -95,3 +95,37 @@ impl ClaimBatch {
         (!self.planned.is_empty()).then_some(plan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tab::Tab;
+    use serde_json::json;
+
+    fn raw(id: &str, target: &str, successor_of: Option<&str>) -> Value {
+        let mut r = json!({"id": id, "owner": "alice", "target": target, "kind": "update", "body": {},
+                           "savedAt": 1, "state": "queued"});
+        if let Some(p) = successor_of {
+            r["successorOf"] = json!(p);
+        }
+        r
+    }
+
+    #[test]
+    fn s5_a_batch_compares_every_claimed_row_and_predecessor_once_as_read() {
+        // `b` waits for `p`, which is blocked (so `b` is sendable) — both are compared.
+        let mut p = raw("p", "w:2", None);
+        p["state"] = json!("blocked");
+        let (a, b) = (raw("a", "w:1", None), raw("b", "w:2", Some("p")));
+        let items = vec![Candidate::new(a.clone(), None).unwrap(), Candidate::new(b.clone(), Some(p.clone())).unwrap()];
+        let mut batch = ClaimBatch { want: 2, items, ..ClaimBatch::default() };
+        let opts = super::super::FlushOptions::new("alice", Tab::new("tab-a"));
+        let current = vec![a.clone(), b.clone(), p.clone()];
+        let plan = batch.plan(&opts, &current, crate::time::Millis(5)).expect("both claimed");
+        let ids = |s: &[Scope]| s.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
+        assert_eq!(ids(&plan.scopes), ids(&[Scope::Id("a".into()), Scope::Id("b".into()), Scope::Id("p".into())]));
+        assert_eq!(plan.expected, vec![a, b, p]);
+        assert_eq!(plan.puts.len(), 2);
+        assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (2, 0, 0));
+    }
+}

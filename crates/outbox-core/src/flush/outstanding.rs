@@ -111,6 +111,8 @@ mod tests {
         assert_eq!(out.reserve(b, "alice", "w:1"), Err(Taken::ByOtherFlush));
         // Another owner's record of the same name is another record (§11).
         assert_eq!(out.reserve(b, "bob", "w:1"), Ok(()));
+        assert_eq!(out.len(), 2);
+        assert!(!out.is_empty());
         out.release(b, "alice", "w:1"); // not b's: nothing happens
         assert!(out.holds("alice", "w:1"));
         out.release(a, "alice", "w:1");
