@@ -258,3 +258,37 @@ fn s7_an_answer_chased_by_new_intents_gives_up_after_four_passes_and_is_resent_l
     assert!(!rep.receipts[0].applied, "the receipt is reported, the row kept");
     assert!(w.row(&c.id).is_some(), "the create stays claimed: resent after the lease, the server replays");
 }
+
+#[test]
+fn s6_an_answer_whose_write_is_always_stale_gives_up_after_four_passes() {
+    let mut w = World::new(1);
+    w.server.seed_record("w:1", 1);
+    let u = w.enqueue(0, update("alice", "w:1", json!({"x": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    until_in_air(&mut w, 0);
+    w.deliver(0, 0);
+    let mut passes = 0;
+    while let Some(Request::Write { token, scopes }) = w.tabs[0].inbox.first().cloned() {
+        w.tabs[0].inbox.remove(0);
+        passes += 1;
+        assert!(passes < 20, "the flush re-plans forever");
+        let now = w.tabs[0].now;
+        let current = w.store.read(&scopes);
+        let plan = {
+            let t = &mut w.tabs[0];
+            t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws)
+        };
+        // Another writer touches the row between every plan and its compare.
+        let mut changed = w.raw(&u.id).unwrap();
+        changed["futureField"] = json!(passes);
+        w.store.seed(changed);
+        let r = plan.map(|p| w.store.replace(&p));
+        w.with_flush(0, |f, out| f.handle_written(token, r, out));
+        w.collect(0);
+    }
+    assert_eq!(passes, 5, "the first plan and four more");
+    assert!(!w.flushing(0));
+    let rep = w.tabs[0].reports.last().unwrap();
+    assert_eq!((rep.applied, rep.skipped), (0, 1), "given up: not applied, the row keeps its claim");
+    assert!(w.row(&u.id).is_some());
+}
