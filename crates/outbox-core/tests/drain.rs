@@ -233,3 +233,43 @@ fn s8_max_rows_counts_sends_across_rounds_and_claims_under_way() {
         assert_eq!(w.server.received.len() as u64, max);
     }
 }
+
+/// Delivers the oldest answer and carries out the ACK it asks for, leaving every other
+/// pending request (a claim batch being written, say) where it is.
+fn answer_one(w: &mut World) {
+    let before = w.tabs[A].inbox.len();
+    w.deliver(A, 0);
+    assert_eq!(w.tabs[A].inbox.len(), before + 1, "the answer asks for its ACK");
+    let last = w.tabs[A].inbox.len() - 1;
+    w.step(A, last, &mut truthful);
+}
+
+#[test]
+fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
+    for (max_rows, sends) in [(None, 8), (Some(5), 5)] {
+        let mut w = World::new(1);
+        for i in 0..8 {
+            w.server.seed_record(&format!("w:{i}"), 1);
+            let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+        }
+        w.start_flush_with(A, "alice", |o| {
+            o.concurrency = 4;
+            o.max_rows = max_rows;
+        });
+        fill_air(&mut w, A);
+        assert_eq!(w.tabs[A].air.len(), 4);
+        answer_one(&mut w);
+        answer_one(&mut w); // two slots free: a claim batch is asked for, not written yet
+        answer_one(&mut w); // a third slot frees while that batch is still being written
+        let mut most = 0;
+        while w.flushing(A) {
+            fill_air(&mut w, A);
+            most = most.max(w.tabs[A].air.len());
+            if !w.tabs[A].air.is_empty() {
+                w.deliver(A, 0);
+            }
+        }
+        assert!(most <= 4, "{max_rows:?}: {most} sends outstanding at once, concurrency 4");
+        assert_eq!(w.server.received.len(), sends, "{max_rows:?}");
+    }
+}
