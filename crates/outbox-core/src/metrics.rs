@@ -174,7 +174,11 @@ mod tests {
         ];
         let mut c = Counters::default();
         c.record(&Outcome::Auth);
+        c.record(&Outcome::Success { receipt: json!({}), replayed: true });
+        c.record(&Outcome::Permanent { code: "INVALID".into() });
+        c.conflicts = 2;
         let m = compute(&rows, Some("alice"), &c, Millis(2_000));
+        assert_eq!((m.replays, m.conflicts, m.permanent_failures), (1, 2, 1), "this tab's counters");
         assert_eq!(m.total, 5);
         let s = m.by_state;
         assert_eq!((s.queued, s.sending, s.held, s.blocked), (2, 1, 1, 1));
