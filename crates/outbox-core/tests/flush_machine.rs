@@ -292,3 +292,20 @@ fn s6_an_answer_whose_write_is_always_stale_gives_up_after_four_passes() {
     assert_eq!((rep.applied, rep.skipped), (0, 1), "given up: not applied, the row keeps its claim");
     assert!(w.row(&u.id).is_some());
 }
+
+#[test]
+fn s5_a_row_unchanged_since_read_but_no_longer_claimable_is_skipped_and_left_alone() {
+    // An older writer's row, sent at T0: past its lease when the queue is read...
+    let mut w = World::new(1);
+    let raw = json!({"id": "old", "owner": "alice", "target": "w:1", "kind": "update", "body": {"x": 1},
+                     "savedAt": T0, "state": "sending", "sentAt": T0});
+    w.store.seed(raw.clone());
+    w.advance(0, LEASE + 1);
+    w.start_flush(0, "alice");
+    w.step(0, 0, &mut truthful); // read: the row is a candidate
+    // ...but the page's clock is set back before the claim is written: in flight again.
+    w.advance(0, -2);
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!((rep.claimed, rep.skipped, rep.stale), (0, 1, 0));
+    assert_eq!(w.raw("old").unwrap(), raw, "nothing written");
+}
