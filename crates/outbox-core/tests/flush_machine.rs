@@ -303,9 +303,39 @@ fn s5_a_row_unchanged_since_read_but_no_longer_claimable_is_skipped_and_left_alo
     w.advance(0, LEASE + 1);
     w.start_flush(0, "alice");
     w.step(0, 0, &mut truthful); // read: the row is a candidate
-    // ...but the page's clock is set back before the claim is written: in flight again.
+                                 // ...but the page's clock is set back before the claim is written: in flight again.
     w.advance(0, -2);
     let rep = w.drain(0, &mut truthful);
     assert_eq!((rep.claimed, rep.skipped, rep.stale), (0, 1, 0));
     assert_eq!(w.raw("old").unwrap(), raw, "nothing written");
+}
+
+#[test]
+fn s5_a_claim_batch_whose_replace_is_stale_counts_every_row_stale_and_reads_again() {
+    let mut w = World::new(1);
+    for i in 0..2 {
+        let _ = w.enqueue(0, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+    w.start_flush(0, "alice");
+    w.step(0, 0, &mut truthful); // read
+    let Request::Write { token, scopes } = w.tabs[0].inbox.remove(0) else { panic!("a claim batch") };
+    let now = w.tabs[0].now;
+    let current = w.store.read(&scopes);
+    let plan = {
+        let t = &mut w.tabs[0];
+        t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws).expect("claims both")
+    };
+    // Another writer changes one row between the plan and the compare: nothing is written.
+    let id = current[0]["id"].as_str().unwrap().to_owned();
+    let mut changed = w.raw(&id).unwrap();
+    changed["futureField"] = json!(1);
+    w.store.seed(changed);
+    let r = w.store.replace(&plan);
+    assert_eq!(r, outbox_core::ReplaceOutcome::Stale);
+    w.with_flush(0, |f, out| f.handle_written(token, Some(r), out));
+    w.collect(0);
+    assert!(matches!(w.tabs[0].inbox[..], [Request::ReadOwner { .. }]), "reads the queue again");
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!(rep.stale, 2, "both rows of the stale batch");
+    assert_eq!(rep.claimed, 2, "then claimed again from the new read");
 }

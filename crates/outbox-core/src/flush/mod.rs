@@ -104,7 +104,8 @@ enum Ending {
 /// What a flush remembers across its rounds, so that one flush never repeats itself.
 #[derive(Debug, Default)]
 struct Memory {
-    /// Rows this flush claimed (one attempt per row per flush).
+    /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
+    /// commit may be tried again after the next read).
     attempted: HashSet<String>,
     /// Orphan intents whose receipt this flush looked up (once per flush).
     orphans_tried: HashSet<String>,
@@ -349,7 +350,10 @@ impl Flush {
                 self.emit(token, &task);
                 self.tasks.insert(token, task);
             }
-            Wait::Spawn(tasks) => {
+            Wait::Spawn(tasks, unclaimed) => {
+                for id in &unclaimed {
+                    self.memory.attempted.remove(id);
+                }
                 for task in tasks {
                     let t = self.token();
                     for target in task.targets() {

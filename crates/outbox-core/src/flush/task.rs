@@ -71,8 +71,10 @@ pub(super) enum OrphanStep {
 /// What a task waits for next.
 pub(super) enum Wait {
     On(Task),
-    /// The task became several (a claimed batch: one send each, or one release).
-    Spawn(Vec<Task>),
+    /// The task became several (a claimed batch: one send each, or one release). The ids
+    /// are the batch's rows that were not claimed (found changed, or not claimable): this
+    /// flush may try them again after its next read.
+    Spawn(Vec<Task>, Vec<String>),
     Done {
         progress: bool,
     },
@@ -193,15 +195,20 @@ impl Task {
                     }
                     None => vec![],
                 };
+                let unclaimed: Vec<String> = batch
+                    .items
+                    .iter()
+                    .filter(|c| !claimed.iter().any(|(row, _, _)| row.id == c.id))
+                    .map(|c| c.id.clone())
+                    .collect();
                 if !may_send && !claimed.is_empty() {
                     let unsent =
                         claimed.iter().map(|(row, ticket, before)| Unsent::of(row, ticket.clone(), before.clone()));
-                    return Wait::Spawn(vec![Task::Release(unsent.collect())]);
+                    return Wait::Spawn(vec![Task::Release(unsent.collect())], unclaimed);
                 }
                 report.claimed += claimed.len() as u64;
-                Wait::Spawn(
-                    claimed.into_iter().map(|(row, ticket, before)| Task::Sending { row, ticket, before }).collect(),
-                )
+                let sends = claimed.into_iter().map(|(row, ticket, before)| Task::Sending { row, ticket, before });
+                Wait::Spawn(sends.collect(), unclaimed)
             }
             Task::Release(rows) => {
                 if committed {
