@@ -339,3 +339,28 @@ fn s5_a_claim_batch_whose_replace_is_stale_counts_every_row_stale_and_reads_agai
     assert_eq!(rep.stale, 2, "both rows of the stale batch");
     assert_eq!(rep.claimed, 2, "then claimed again from the new read");
 }
+
+#[test]
+fn s8_a_flush_attempts_each_row_once_even_when_it_may_be_retried_at_once() {
+    // No backoff: a transient failure leaves the row sendable right away. Another record's
+    // success makes the flush read the queue again; the failed row waits for the next flush.
+    let mut w = World::new(1);
+    w.server.seed_record("w:ok", 1);
+    let failing = w.enqueue(0, update("alice", "w:fail", json!({"x": 1}))).row.unwrap();
+    let _ = w.enqueue(0, update("alice", "w:ok", json!({"x": 2})));
+    w.start_flush_with(0, "alice", |o| {
+        o.backoff.base_ms = 0;
+        o.concurrency = 1;
+    });
+    let mut sends_of_failing = 0;
+    let rep = w.drain(0, &mut |s, op| {
+        if op.id == failing.id {
+            sends_of_failing += 1;
+            outbox_core::Outcome::transient("HTTP_503")
+        } else {
+            s.handle(op)
+        }
+    });
+    assert_eq!(sends_of_failing, 1, "one attempt of a row per flush");
+    assert_eq!((rep.claimed, rep.succeeded, rep.deferred), (2, 1, 1));
+}
