@@ -180,6 +180,9 @@ pub struct Row {
     pub successor_of: Option<String>,
     /// Why a conflict successor was written (§9).
     pub conflict: Option<Value>,
+    /// `noMerge: true` (§7): never merged, replaced, cancelled nor absorbing; the scope's
+    /// later rows queue behind it. Not a fingerprint input (§2).
+    pub no_merge: bool,
     /// Fields this version does not know, kept as stored.
     pub extra: Map<String, Value>,
 }
