@@ -35,7 +35,9 @@
 //!
 //! - **A `noMerge` operation** absorbs, merges into and cancels nothing: it is written as
 //!   given, the successor of the scope's latest row (greatest `(savedAt, id)`, in flight or
-//!   not; for an edit of `pending:X` with no row left, the create X).
+//!   not; for an edit of `pending:X` with no row left, the create X). "Latest" is in chain
+//!   order ([`chain_order`]): a row written by a tab whose clock is behind still counts as
+//!   after the row it waits for, so two commands never wait for the same row.
 //! - **An ordinary operation after a `noMerge` row** only looks at the rows after the last
 //!   `noMerge` row of the scope: those coalesce as usual (an update over updates, a delete
 //!   replacing them, merging into or cancelling a create among them), and when nothing of
@@ -53,7 +55,7 @@ use crate::inflight::in_flight;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{send_order, Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{chain_order, send_order, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -112,8 +114,9 @@ pub fn plan_enqueue(
     // §11: another owner's rows of the same target are neither absorbed nor waited for.
     let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
     let scope_rows = scope_rows.as_slice();
-    let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
-    rows.sort_by(send_order);
+    // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
+    // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
+    let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
     let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
 

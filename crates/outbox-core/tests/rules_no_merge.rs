@@ -318,3 +318,24 @@ fn s7_no_merge_commands_reach_the_server_once_each_in_order() {
     assert_eq!(applied, vec![a.as_str(), b.as_str(), c.as_str(), d.as_str()]);
     assert!(w.store.read_owner("alice").is_empty(), "every command sent and acknowledged");
 }
+
+#[test]
+fn s7_commands_chained_behind_an_intent_of_a_vanished_create_are_resolved_too() {
+    // The create is cancelled by a delete; the app still edits its pending target: the
+    // first edit is an intent waiting for the vanished create, the command waits for that
+    // intent. Both go through the vanished-predecessor path (no receipt: quarantined),
+    // and the edit after the command is left waiting for a quarantined row only.
+    let mut w = World::new(1);
+    let c = w.enqueue(0, create("alice", json!({"t": 1}))).row.unwrap();
+    let _ = w.enqueue(0, delete("alice", &c.target));
+    let i1 = w.enqueue(0, update("alice", &c.target, json!({"a": 1}))).row.unwrap().id;
+    let cmd = json!({"owner": "alice", "target": c.target, "kind": "update", "body": {"inc": 1}, "merge": false});
+    let i2 = w.enqueue(0, cmd).row.unwrap().id;
+    let i3 = w.enqueue(0, update("alice", &c.target, json!({"b": 1}))).row.unwrap();
+    assert_eq!(i3.successor_of.as_deref(), Some(i2.as_str()));
+    w.flush(0, "alice");
+    for id in [&i1, &i2] {
+        let row = w.row(id).unwrap();
+        assert_eq!(row.blocked_code.as_deref(), Some("PREDECESSOR_RECEIPT_UNKNOWN"), "{id}: {row}");
+    }
+}

@@ -51,8 +51,8 @@ pub use request::{Draws, FlushOptions, Request, SendOp, Token};
 
 use crate::accounts::owned_stored;
 use crate::codec::Stored;
-use crate::intent::is_orphan_intent;
 use crate::intent::Prepared;
+use crate::intent::{awaited_create, is_orphan_intent};
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::row::{Row, Ticket};
@@ -246,12 +246,18 @@ impl Flush {
             })
             .collect();
         self.candidates = start_anywhere(picked, draws.unit());
+        let rows_by_id: HashMap<&str, &Row> =
+            stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
         let orphans: Vec<Value> = stored
             .iter()
             .filter_map(Stored::row)
             .filter(|r| {
-                let pred = r.successor_of.as_deref().is_some_and(|p| exists.contains_key(p));
-                is_orphan_intent(r, pred) && !self.memory.orphans_tried.contains(&r.id)
+                // §7 vanished predecessor: what an intent waits for is its create's receipt,
+                // also when it is chained behind earlier intents (a `noMerge` one, or one it
+                // could not absorb), so the test is on the create that chain leads to.
+                let create = awaited_create(r, |id| rows_by_id.get(id).copied());
+                is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
+                    && !self.memory.orphans_tried.contains(&r.id)
             })
             .map(|r| by_id[r.id.as_str()].clone())
             .collect();
