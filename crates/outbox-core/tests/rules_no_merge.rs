@@ -339,3 +339,42 @@ fn s7_commands_chained_behind_an_intent_of_a_vanished_create_are_resolved_too() 
         assert_eq!(row.blocked_code.as_deref(), Some("PREDECESSOR_RECEIPT_UNKNOWN"), "{id}: {row}");
     }
 }
+
+#[test]
+fn s7_a_command_behind_an_intent_of_a_vanished_create_is_converted_with_the_creates_receipt() {
+    // The create is applied, then its row vanishes before its intents are converted (an
+    // older tab deleted it). Both intents are converted with the create's receipt, not
+    // the receipt of the intent the command waits for, and go out in order.
+    let mut w = World::new(1);
+    let c = w.enqueue(0, create("alice", json!({"t": 1}))).row.unwrap();
+    w.start_flush(0, "alice");
+    run_until_sent(&mut w, 0, &mut truthful);
+    let i1 = w.enqueue(0, update("alice", &c.target, json!({"a": 1}))).row.unwrap().id;
+    let cmd = json!({"owner": "alice", "target": c.target, "kind": "update", "body": {"inc": 1}, "merge": false});
+    let i2 = w.enqueue(0, cmd).row.unwrap().id;
+    w.kill(0);
+    let raw = w.raw(&c.id).unwrap();
+    let gone = outbox_core::ReplacePlan {
+        scopes: vec![outbox_core::Scope::Id(c.id.clone())],
+        expected: vec![raw],
+        deletes: vec![c.id.clone()],
+        puts: vec![],
+    };
+    assert_eq!(w.store.replace(&gone), outbox_core::ReplaceOutcome::Committed);
+    w.advance_all(LEASE + 1);
+    w.flush(0, "alice");
+    if let Some(row) = w.row(&i2) {
+        assert_eq!(row.blocked_code, None, "the command's receipt lookup asked for the create: {row}");
+    }
+    w.flush(0, "alice");
+    // The sim's `prepareSuccessor` bases both on the create's revision, so the command is
+    // answered with a conflict and applied once as its conflict successor (§9).
+    let applied: Vec<&str> = w.server.applied.iter().map(String::as_str).collect();
+    assert_eq!(applied[..2], [c.id.as_str(), i1.as_str()]);
+    assert_eq!(applied.len(), 3, "{applied:?}");
+    assert!(
+        w.server.received.iter().any(|(id, target, _)| *id == i2 && target.starts_with("rec:")),
+        "converted and sent"
+    );
+    assert!(w.store.is_empty(), "{:?}", w.store.all().collect::<Vec<_>>());
+}
