@@ -7,7 +7,7 @@ use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
 use crate::retry::Backoff;
-use crate::row::{find_stored, send_order, Row, RowState, Ticket};
+use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -63,24 +63,13 @@ pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let mut waiting: Vec<(Row, Value)> = in_scope(&create.scope(), scope_rows)
+    let waiting: Vec<(Row, Value)> = in_scope(&create.scope(), scope_rows)
         .into_iter()
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
         .filter(|(r, _)| r.is_intent())
         .collect();
-    waiting.sort_by(|(a, _), (b, _)| send_order(a, b));
-    let mut ordered = Vec::with_capacity(waiting.len());
-    while !waiting.is_empty() {
-        // The first intent whose predecessor is not itself still waiting (a cycle, which
-        // no planner writes, falls back to plain order).
-        let ready = |r: &Row| r.successor_of.as_ref().is_none_or(|p| !waiting.iter().any(|(w, _)| &w.id == p));
-        let next = waiting.iter().position(|(r, _)| ready(r)).unwrap_or(0);
-        let (row, raw) = waiting.remove(next);
-        if row.state != RowState::Blocked {
-            ordered.push((row, raw));
-        }
-    }
-    ordered
+    // Each intent after the one it waits for; blocked ones are not converted.
+    chain_order(waiting, |(r, _)| r).into_iter().filter(|(r, _)| r.state != RowState::Blocked).collect()
 }
 
 /// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for

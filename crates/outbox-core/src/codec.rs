@@ -3,7 +3,7 @@
 //! Decoding is lenient about optional fields: a field that is absent, `null` or of a shape
 //! this version cannot read stays in `extra` exactly as stored and counts as absent, so an
 //! older or newer writer's data is never rewritten by accident. Besides the fields of §3
-//! rule 3, three optional fields decide whether a row is decodable when present and not `null`,
+//! rule 3, four optional fields decide whether a row is decodable when present and not `null`,
 //! because reading them as absent would be unsafe:
 //!
 //! - `revision` that is neither a number nor a string: read as absent, the row would be
@@ -14,6 +14,9 @@
 //! - `evidence` that is not an object, or whose `attemptCount` is not a whole number ≥ 0:
 //!   read as absent, a row that was sent would look never attempted and could be merged
 //!   into or cancelled (§7).
+//!
+//! - `noMerge` that is not a boolean: read as absent, two payments could be folded into
+//!   one (§7). A stored `noMerge: false` reads as mergeable and stays stored as it is.
 //!
 //! Integers may be stored as floats (`fence: 2.0`, `savedAt: 1.0`, `expiresAt: 5.0e3`, as a
 //! JavaScript round trip or another writer may store them): they read as the same
@@ -49,6 +52,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "writer",
     "successorOf",
     "conflict",
+    "noMerge",
 ];
 
 /// The keys this version reads inside `claim`, `evidence` and `writer`; their other keys
@@ -229,6 +233,20 @@ fn read_writer(v: &Value) -> Option<Writer> {
     Some(Writer { bundle, at, extra: m })
 }
 
+/// `noMerge` (§7): `true` is taken out of `map`; absent, `null` or `false` read as
+/// mergeable and stay stored as they are (a stored `false` survives a rewrite byte for
+/// byte); anything else makes the row undecodable (see the module docs).
+fn read_no_merge(map: &mut Map<String, Value>) -> Result<bool, DecodeError> {
+    match map.get("noMerge") {
+        None | Some(Value::Null | Value::Bool(false)) => Ok(false),
+        Some(Value::Bool(true)) => {
+            map.shift_remove("noMerge");
+            Ok(true)
+        }
+        Some(_) => Err(DecodeError::WrongType("noMerge")),
+    }
+}
+
 /// Decodes one stored row.
 ///
 /// # Errors
@@ -252,6 +270,7 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
     let revision = strict(&mut map, "revision", |v| is_revision(v).then(|| v.clone()))?;
     let claim = strict(&mut map, "claim", read_claim)?;
     let evidence = strict(&mut map, "evidence", read_evidence)?;
+    let no_merge = read_no_merge(&mut map)?;
     let stored_fingerprint = optional(&mut map, "fingerprint", read_string);
     let fingerprint =
         stored_fingerprint.unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));
@@ -267,6 +286,7 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
         writer: optional(&mut map, "writer", read_writer),
         successor_of: optional(&mut map, "successorOf", read_string),
         conflict: optional(&mut map, "conflict", |v| v.is_object().then(|| v.clone())),
+        no_merge,
         id,
         owner,
         target,
@@ -341,6 +361,8 @@ pub fn encode(row: &Row) -> Value {
     put(&mut m, "writer", row.writer.as_ref().map(encode_writer));
     put(&mut m, "successorOf", row.successor_of.clone().map(Value::from));
     put(&mut m, "conflict", row.conflict.clone());
+    // Absent means mergeable (§3), so only `true` is written.
+    put(&mut m, "noMerge", row.no_merge.then_some(Value::Bool(true)));
     with_extra(m, &row.extra)
 }
 

@@ -27,6 +27,26 @@
 //!   cannot absorb the previous one waits behind it (`successorOf` the previous intent),
 //!   and all the create's intents are converted, in that order, when its receipt arrives
 //!   ([`crate::ack::pending_intents`]).
+//!
+//! # Operations that must never be merged (`noMerge`)
+//!
+//! A `noMerge` row (`merge: false`, §7) is stricter than a non-object body: it is a wall in
+//! the scope's chain, whatever the bodies and kinds around it.
+//!
+//! - **A `noMerge` operation** absorbs, merges into and cancels nothing: it is written as
+//!   given, the successor of the scope's latest row (greatest `(savedAt, id)`, in flight or
+//!   not; for an edit of `pending:X` with no row left, the create X). "Latest" is in chain
+//!   order ([`chain_order`]): a row written by a tab whose clock is behind still counts as
+//!   after the row it waits for, so two commands never wait for the same row.
+//! - **An ordinary operation after a `noMerge` row** only looks at the rows after the last
+//!   `noMerge` row of the scope: those coalesce as usual (an update over updates, a delete
+//!   replacing them, merging into or cancelling a create among them), and when nothing of
+//!   them is kept the new row becomes the successor of that `noMerge` row. So a delete
+//!   after a `noMerge` update does not delete it, a delete never cancels a `noMerge` create
+//!   (nor a create with a `noMerge` edit after it: cancelling would drop the edit), and an
+//!   update is never merged into a `noMerge` create or intent.
+//! - Rows before the last `noMerge` row stay as they are: they were coalesced among
+//!   themselves when they were enqueued, and nothing moves across the wall.
 
 use crate::accounts::in_scope;
 use crate::codec::{encode, refingerprint, Stored};
@@ -35,7 +55,7 @@ use crate::inflight::in_flight;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{send_order, Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{chain_order, send_order, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -94,10 +114,27 @@ pub fn plan_enqueue(
     // §11: another owner's rows of the same target are neither absorbed nor waited for.
     let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
     let scope_rows = scope_rows.as_slice();
-    let mut rows: Vec<Row> = scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect();
-    rows.sort_by(send_order);
+    // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
+    // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
+    let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
     let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
+
+    if op.no_merge {
+        // §7: a command is never coalesced; it waits for whatever the scope holds last.
+        let anchor = rows
+            .last()
+            .map(|r| r.id.clone())
+            .or_else(|| target.strip_prefix(PENDING_PREFIX).filter(|_| op.kind != Kind::Create).map(str::to_owned));
+        let row = new_row(op, id, &target, op.body.clone(), op.revision.clone(), anchor, now);
+        let mut plan = base;
+        plan.puts = vec![encode(&row)];
+        return EnqueuePlan { plan, row: Some(row), absorbed: vec![] };
+    }
+    // §7: nothing coalesces across a `noMerge` row; only the rows after the last one are
+    // open to the rules below, and that row is where the new one waits if none is kept.
+    let (walled, rows) = rows.split_at(rows.iter().rposition(|r| r.no_merge).map_or(0, |i| i + 1));
+    let wall = walled.last();
 
     if op.kind != Kind::Create {
         let mergeable = rows
@@ -125,8 +162,8 @@ pub fn plan_enqueue(
     // outcome is unknown, else (an edit of `pending:X`) the create X, even if vanished. A
     // row kept above comes after those unless an in-flight row is later still.
     let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
-    let anchor = match kept.last() {
-        Some(&last_kept) => {
+    let anchor = match kept.last().copied().or(wall) {
+        Some(last_kept) => {
             Some(last_flying.filter(|f| send_order(f, last_kept).is_gt()).unwrap_or(last_kept).id.clone())
         }
         None => last_flying
@@ -206,6 +243,7 @@ fn new_row(
         writer: None,
         successor_of,
         conflict: None,
+        no_merge: op.no_merge,
         extra: Map::new(),
     }
 }

@@ -5,6 +5,10 @@
 //! fingerprinted (§2) and sent exactly as given. `null` or no `revision` means none; an
 //! object, array or boolean is refused ([`InputError::BadRevision`]).
 //!
+//! `merge` is a boolean or absent (`null` is absent); `merge: false` marks a command that
+//! must never be coalesced (§7, [`crate::enqueue`]); any other value is refused
+//! ([`InputError::BadMerge`]).
+//!
 //! A `body` is any JSON value the app gives (§3), an object or not (a JSON Patch array, a
 //! string, a number); only a create or update without one (missing or `null`) is refused.
 //! Non-object bodies are never merged when operations coalesce ([`crate::enqueue`]).
@@ -26,6 +30,9 @@ pub struct NewOperation {
     pub body: Value,
     /// Base revision, if the app uses optimistic concurrency: a number or a string.
     pub revision: Option<Value>,
+    /// `merge: false` given (§7): a command whose every occurrence matters (a payment, an
+    /// increment), stored as `noMerge: true` and never coalesced.
+    pub no_merge: bool,
 }
 
 /// Why the app's input was refused.
@@ -45,6 +52,8 @@ pub enum InputError {
     MissingBody,
     /// `revision` must be a number or a string when given (`null` is none).
     BadRevision,
+    /// `merge` must be a boolean when given (`null` is the default, mergeable).
+    BadMerge,
 }
 
 impl fmt::Display for InputError {
@@ -60,6 +69,7 @@ impl fmt::Display for InputError {
             InputError::BadRevision => {
                 write!(f, "`revision` must be a number or a string (such as an ETag) when given")
             }
+            InputError::BadMerge => write!(f, "`merge` must be a boolean when given"),
         }
     }
 }
@@ -114,6 +124,13 @@ impl NewOperation {
             Some(r) if is_revision(r) => Some(r.clone()),
             Some(_) => return Err(InputError::BadRevision),
         };
-        Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision })
+        // §7: only an explicit `false` opts out; a truthy string or a number is refused
+        // rather than guessed, since guessing wrong would fold two payments into one.
+        let no_merge = match obj.get("merge") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(merge)) => !merge,
+            Some(_) => return Err(InputError::BadMerge),
+        };
+        Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision, no_merge })
     }
 }

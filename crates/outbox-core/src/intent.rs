@@ -129,12 +129,35 @@ pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now:
     })
 }
 
+/// The create row an intent waits for: its `successorOf`, followed past the earlier
+/// intents of its target it is chained behind (§7: an intent that could not absorb the one
+/// before it, or a `noMerge` one, waits for it). `row` looks a stored row up by id. `None`
+/// for a row without `successorOf`. A re-issued create keeps its `pending:` target under a
+/// new id, so the target alone does not name it; the chain does.
+#[must_use]
+pub fn awaited_create<'a>(intent: &'a Row, row: impl Fn(&str) -> Option<&'a Row>) -> Option<&'a str> {
+    let mut awaited = intent.successor_of.as_deref()?;
+    // Bounded: a cycle, which no planner writes, ends the walk.
+    for _ in 0..1024 {
+        match row(awaited) {
+            Some(earlier) if earlier.is_intent() && earlier.target == intent.target => {
+                match earlier.successor_of.as_deref() {
+                    Some(p) => awaited = p,
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    Some(awaited)
+}
+
 /// True for an intent the flush must resolve through the vanished-predecessor path: its
 /// create row is gone, and it is not quarantined for another reason.
 #[must_use]
-pub fn is_orphan_intent(row: &Row, predecessor_exists: bool) -> bool {
+pub fn is_orphan_intent(row: &Row, create_exists: bool) -> bool {
     row.is_intent()
-        && !predecessor_exists
+        && !create_exists
         && match row.state {
             RowState::Blocked => row.blocked_code.as_deref() == Some(PREDECESSOR_RECEIPT_UNKNOWN),
             RowState::Held => false,

@@ -180,6 +180,9 @@ pub struct Row {
     pub successor_of: Option<String>,
     /// Why a conflict successor was written (§9).
     pub conflict: Option<Value>,
+    /// `noMerge: true` (§7): never merged, replaced, cancelled nor absorbing; the scope's
+    /// later rows queue behind it. Not a fingerprint input (§2).
+    pub no_merge: bool,
     /// Fields this version does not know, kept as stored.
     pub extra: Map<String, Value>,
 }
@@ -243,6 +246,23 @@ impl Row {
 #[must_use]
 pub fn send_order(a: &Row, b: &Row) -> Ordering {
     a.order_key().cmp(&b.order_key())
+}
+
+/// Orders rows as a chain is sent: by `(savedAt, id)` ([`send_order`]), except that a row
+/// never comes before the row it waits for (`successorOf`) among them. Tabs' clocks differ,
+/// so a successor written by a tab whose clock is behind can carry an earlier `savedAt`
+/// than its predecessor; its place in the chain is still after it (§7, §8). A cycle, which
+/// no planner writes, falls back to plain order.
+#[must_use]
+pub fn chain_order<T>(mut items: Vec<T>, row: impl Fn(&T) -> &Row) -> Vec<T> {
+    items.sort_by(|a, b| send_order(row(a), row(b)));
+    let mut ordered = Vec::with_capacity(items.len());
+    while !items.is_empty() {
+        let waits = |r: &Row| r.successor_of.as_ref().is_some_and(|p| items.iter().any(|w| &row(w).id == p));
+        let next = items.iter().position(|t| !waits(row(t))).unwrap_or(0);
+        ordered.push(items.remove(next));
+    }
+    ordered
 }
 
 /// The send order of a stored value, decodable or not: its `savedAt` (unreadable first)

@@ -39,6 +39,8 @@ enum Act {
         target: usize,
         kind: u8,
         with_revision: bool,
+        /// `merge: false` (§7): a command that must reach the server once, in order.
+        no_merge: bool,
     },
     /// Rows an older writer left: no `successorOf`, maybe one it is sending right now.
     SeedOlder {
@@ -77,8 +79,10 @@ enum Act {
 fn act() -> impl Strategy<Value = Act> {
     let tab = 0..TABS;
     prop_oneof![
-        3 => (tab.clone(), 0..2usize, 0..5usize, 0..3u8, any::<bool>())
-            .prop_map(|(tab, owner, target, kind, with_revision)| Act::Enqueue { tab, owner, target, kind, with_revision }),
+        3 => (tab.clone(), 0..2usize, 0..5usize, 0..3u8, any::<bool>(), proptest::bool::weighted(0.3))
+            .prop_map(|(tab, owner, target, kind, with_revision, no_merge)| {
+                Act::Enqueue { tab, owner, target, kind, with_revision, no_merge }
+            }),
         2 => (tab.clone(), 0..2usize, proptest::option::of((1..5u64, 1..4usize)))
             .prop_map(|(tab, owner, limits)| Act::Flush { tab, owner, limits }),
         8 => (tab.clone(), any::<usize>(), any::<u8>()).prop_map(|(tab, pick, answer)| Act::Step { tab, pick, answer }),
@@ -120,6 +124,11 @@ struct Ledger {
     lineage: HashMap<String, Option<String>>,
     fences: HashMap<String, u64>,
     pendings: Vec<(usize, String)>,
+    /// `noMerge` operations in enqueue order: (owner, target as enqueued, id).
+    commands: Vec<(String, String, String)>,
+    /// Scopes an older writer seeded rows into: it knows neither `successorOf` nor
+    /// `noMerge`, so it may break a chain there (the docs' caveat, §7).
+    seeded: HashSet<(String, String)>,
 }
 
 impl Ledger {
@@ -188,7 +197,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     let mut reports_seen = [0usize; TABS];
     for a in acts {
         match a {
-            Act::Enqueue { tab, owner, target, kind, with_revision } => {
+            Act::Enqueue { tab, owner, target, kind, with_revision, no_merge } => {
                 let owner_s = OWNERS[owner];
                 let pendings: Vec<&String> = l.pendings.iter().filter(|(o, _)| *o == owner).map(|(_, t)| t).collect();
                 let op = match (kind, target) {
@@ -211,8 +220,14 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                         op
                     }
                 };
+                let mut op = op;
+                if no_merge {
+                    op["merge"] = json!(false);
+                }
                 let p = w.enqueue(tab, op);
                 for d in &p.plan.deletes {
+                    // §7: a command is never absorbed, replaced or cancelled.
+                    prop_assert!(!l.commands.iter().any(|(_, _, c)| c == d), "noMerge row {d} was absorbed");
                     l.lineage.insert(d.clone(), p.row.as_ref().map(|r| r.id.clone()));
                 }
                 if let Some(r) = &p.row {
@@ -221,6 +236,10 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                     }
                     if r.kind == outbox_core::Kind::Create {
                         l.pendings.push((owner, r.target.clone()));
+                    }
+                    if no_merge {
+                        prop_assert!(r.no_merge && p.absorbed.is_empty(), "a command absorbed {:?}", p.absorbed);
+                        l.commands.push((r.owner.clone(), r.target.clone(), r.id.clone()));
                     }
                     // Invariant: a stored edit of a record in flight waits for it.
                     for other in w.store.read(&[r.scope()]) {
@@ -379,6 +398,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                 }
                 w.store.seed(raw);
                 l.ops.push(id);
+                l.seeded.insert((OWNERS[owner].to_owned(), format!("w:{target}")));
             }
             Act::ResumeHeld { owner } => {
                 let rows = w.store.read_owner(OWNERS[owner]);
@@ -434,20 +454,64 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
         }
     }
     // Liveness: nothing sendable is left behind; what remains is quarantined or waits for a
-    // quarantined create.
+    // quarantined row, directly or along a chain of rows that wait too (§7: the intents
+    // behind a `noMerge` intent of a blocked create wait for the app's decision on it).
     let stored: Vec<Stored> = w.store.all().map(Stored::from_value).collect();
     let sendable = select_sendable(&stored, "tab-0", w.tabs[0].now, LEASE);
     prop_assert!(sendable.is_empty(), "rows left sendable: {:?}", sendable.iter().map(|r| &r.id).collect::<Vec<_>>());
     let blocked: HashSet<String> =
         stored.iter().filter_map(Stored::row).filter(|r| r.state == RowState::Blocked).map(|r| r.id.clone()).collect();
+    let by_id: HashMap<&str, &outbox_core::Row> =
+        stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
     for r in stored.iter().filter_map(Stored::row) {
-        let waits_for_blocked = r.successor_of.as_ref().is_some_and(|p| blocked.contains(p));
+        let mut waits_for_blocked = false;
+        let mut p = r.successor_of.as_deref();
+        for _ in 0..64 {
+            let Some(id) = p else { break };
+            if blocked.contains(id) {
+                waits_for_blocked = true;
+                break;
+            }
+            p = by_id.get(id).and_then(|q| q.successor_of.as_deref());
+        }
         prop_assert!(
             r.state == RowState::Blocked || waits_for_blocked,
             "row {} left {:?} after healing",
             r.id,
             r.state
         );
+    }
+    check_commands(&w, &mut l)
+}
+
+/// §7: every `noMerge` operation whose lineage was not stopped by a permanent answer (its
+/// last row is still stored: blocked, or waiting for a blocked row) reached the server
+/// exactly once in effect, under its id or its conflict successor's (§9); and the commands
+/// of one owner and target took effect in the order they were enqueued.
+fn check_commands(w: &World, l: &mut Ledger) -> Result<(), TestCaseError> {
+    l.note_conflict_successors(w);
+    let mut positions: HashMap<(String, String), Vec<(String, usize)>> = HashMap::new();
+    for (owner, target, id) in &l.commands {
+        let mut lineage = vec![id.clone()];
+        while let Some(Some(next)) = l.lineage.get(lineage.last().unwrap()) {
+            prop_assert!(lineage.len() < 64, "lineage of {id} loops");
+            lineage.push(next.clone());
+        }
+        if w.store.get(lineage.last().unwrap()).is_some() {
+            continue; // blocked for good: legitimately never applied
+        }
+        let times: usize = lineage.iter().map(|i| w.server.times_applied(i)).sum();
+        prop_assert_eq!(times, 1, "command {} (lineage {:?}) applied {} times", id, lineage, times);
+        let at = w.server.applied.iter().position(|a| lineage.contains(a)).unwrap();
+        positions.entry((owner.clone(), target.clone())).or_default().push((id.clone(), at));
+    }
+    for (scope, applied) in positions {
+        if l.seeded.contains(&scope) {
+            continue;
+        }
+        for pair in applied.windows(2) {
+            prop_assert!(pair[0].1 < pair[1].1, "commands of {:?} applied out of order: {:?}", scope, applied);
+        }
     }
     Ok(())
 }
@@ -506,6 +570,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
                     Just("claim".to_owned()),
                     Just("fence".to_owned()),
                     Just("tabId".to_owned()),
+                    Just("noMerge".to_owned()),
                     "[a-z]{1,5}"
                 ],
                 inner,
@@ -533,10 +598,10 @@ fn arb_json() -> impl Strategy<Value = Value> {
 #[test]
 fn regression_bob_update_survives_later_create() {
     let acts = vec![
-        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false },
-        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 1, with_revision: false },
-        Act::Enqueue { tab: 0, owner: 1, target: 3, kind: 1, with_revision: true },
-        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false, no_merge: false },
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 1, with_revision: false, no_merge: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 3, kind: 1, with_revision: true, no_merge: false },
+        Act::Enqueue { tab: 0, owner: 0, target: 0, kind: 0, with_revision: false, no_merge: false },
     ];
     run(acts).unwrap();
 }
@@ -546,11 +611,11 @@ fn regression_bob_update_survives_later_create() {
 #[test]
 fn regression_auth_while_a_reread_is_outstanding() {
     let acts = vec![
-        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
-        Act::Enqueue { tab: 0, owner: 1, target: 1, kind: 0, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false, no_merge: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 1, kind: 0, with_revision: false, no_merge: false },
         Act::Flush { tab: 3, owner: 1, limits: None },
         Act::Step { tab: 3, pick: 0, answer: 0 },
-        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false },
+        Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false, no_merge: false },
         Act::Step { tab: 3, pick: 0, answer: 0 },
         Act::Step { tab: 3, pick: 4284519928819982071, answer: 236 },
         Act::Deliver { tab: 3, pick: 0 },

@@ -31,6 +31,8 @@ export interface OutboxRow {
   writer?: { bundle: string; at: number };
   successorOf?: string;
   conflict?: { previousId: string; actualRevision: unknown; at: number };
+  /** `true`: enqueued with `merge: false`, never coalesced (SPEC §7); absent: may be merged. */
+  noMerge?: boolean;
   [unknown: string]: unknown;
 }
 
@@ -85,6 +87,16 @@ export interface EnqueueInput {
    * exactly as given; `null` or absent: none.
    */
   revision?: number | string | null;
+  /**
+   * `false`: never coalesced (a payment, an increment, a message): stored with
+   * `noMerge: true`, it is neither merged into nor replaced nor cancelled, absorbs nothing,
+   * and waits as the successor of the target's latest row; later operations of the target
+   * wait behind it, so every one is sent, in order (SPEC §7). Absent, `null` or `true`:
+   * may be merged. Anything else is refused with `INVALID_ARGUMENT`. An older library
+   * version that does not know `noMerge` (in another tab on the same database) may still
+   * merge such rows.
+   */
+  merge?: boolean | null;
 }
 
 export type Outcome =

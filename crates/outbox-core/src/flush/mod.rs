@@ -51,8 +51,8 @@ pub use request::{Draws, FlushOptions, Request, SendOp, Token};
 
 use crate::accounts::owned_stored;
 use crate::codec::Stored;
-use crate::intent::is_orphan_intent;
 use crate::intent::Prepared;
+use crate::intent::{awaited_create, is_orphan_intent};
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::row::{Row, Ticket};
@@ -247,21 +247,28 @@ impl Flush {
             })
             .collect();
         self.candidates = start_anywhere(picked, draws.unit());
-        let orphans: Vec<Value> = stored
+        let rows_by_id: HashMap<&str, &Row> =
+            stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
+        let orphans: Vec<(Value, String)> = stored
             .iter()
             .filter_map(Stored::row)
-            .filter(|r| {
-                let pred = r.successor_of.as_deref().is_some_and(|p| exists.contains_key(p));
-                is_orphan_intent(r, pred) && !self.memory.orphans_tried.contains(&r.id)
+            .filter_map(|r| {
+                // §7 vanished predecessor: what an intent waits for is its create's receipt,
+                // also when it is chained behind earlier intents (a `noMerge` one, or one it
+                // could not absorb), so the test is on the create that chain leads to, and
+                // that create's receipt is the one looked up.
+                let create = awaited_create(r, |id| rows_by_id.get(id).copied());
+                let orphan = is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
+                    && !self.memory.orphans_tried.contains(&r.id);
+                orphan.then(|| (by_id[r.id.as_str()].clone(), create.unwrap_or_default().to_owned()))
             })
-            .map(|r| by_id[r.id.as_str()].clone())
             .collect();
-        for raw in orphans {
+        for (raw, create) in orphans {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
             self.memory.orphans_tried.insert(id);
             let token = self.token();
             let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
-            let task = Task::orphan(raw, intent, &self.opts);
+            let task = Task::orphan(raw, intent, create, &self.opts);
             self.emit(token, &task);
             self.tasks.insert(token, task);
         }

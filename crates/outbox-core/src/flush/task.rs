@@ -58,7 +58,9 @@ pub(super) enum Task {
     /// Convert the create's intents before its ACK-delete (§7).
     Convert { answer: Answer, intent: Row, raw: Value, rest: VecDeque<(Row, Value)>, action: IntentAction },
     /// An intent whose create row is gone (§7 vanished predecessor).
-    Orphan { intent: Row, raw: Value, step: OrphanStep },
+    /// `create`: the create the intent's chain waits for ([`crate::intent::awaited_create`]),
+    /// whose receipt is looked up.
+    Orphan { intent: Row, raw: Value, create: String, step: OrphanStep },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -83,13 +85,13 @@ pub(super) enum Wait {
 const DONE: Wait = Wait::Done { progress: false };
 
 impl Task {
-    pub(super) fn orphan(raw: Value, intent: Row, opts: &FlushOptions) -> Task {
+    pub(super) fn orphan(raw: Value, intent: Row, create: String, opts: &FlushOptions) -> Task {
         let step = if opts.has_find {
             OrphanStep::Find
         } else {
             OrphanStep::Write(IntentAction::Block(PREDECESSOR_RECEIPT_UNKNOWN))
         };
-        Task::Orphan { intent, raw, step }
+        Task::Orphan { intent, raw, create, step }
     }
 
     /// Concurrency slots (rows of distinct targets) the task occupies.
@@ -126,12 +128,10 @@ impl Task {
                 }),
                 _ => write(convert_scopes(&intent.id, Some(&answer.row.id))),
             },
-            Task::Orphan { intent, step, .. } => match step {
-                OrphanStep::Find => Some(Request::FindReceipt {
-                    token,
-                    owner: intent.owner.clone(),
-                    operation_id: intent.successor_of.clone().unwrap_or_default(),
-                }),
+            Task::Orphan { intent, create, step, .. } => match step {
+                OrphanStep::Find => {
+                    Some(Request::FindReceipt { token, owner: intent.owner.clone(), operation_id: create.clone() })
+                }
                 OrphanStep::Prepare(receipt) => Some(Request::Prepare {
                     token,
                     intent: intent.clone(),
@@ -263,13 +263,15 @@ impl Task {
             Task::Convert { answer, intent, raw, rest, .. } => {
                 Wait::On(Task::Convert { answer, intent, raw, rest, action })
             }
-            Task::Orphan { intent, raw, .. } => Wait::On(Task::Orphan { intent, raw, step: OrphanStep::Write(action) }),
+            Task::Orphan { intent, raw, create, .. } => {
+                Wait::On(Task::Orphan { intent, raw, create, step: OrphanStep::Write(action) })
+            }
             _ => DONE,
         }
     }
 
     pub(super) fn found(self, found: Result<Option<Value>, String>, opts: &FlushOptions) -> Wait {
-        let Task::Orphan { intent, raw, .. } = self else {
+        let Task::Orphan { intent, raw, create, .. } = self else {
             return DONE;
         };
         let step = match found {
@@ -278,7 +280,7 @@ impl Task {
             Ok(Some(receipt)) if opts.has_prepare => OrphanStep::Prepare(receipt),
             Ok(Some(_)) => OrphanStep::Write(IntentAction::Block(SUCCESSOR_UNPREPARED)),
         };
-        Wait::On(Task::Orphan { intent, raw, step })
+        Wait::On(Task::Orphan { intent, raw, create, step })
     }
 }
 

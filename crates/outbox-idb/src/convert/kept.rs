@@ -62,8 +62,8 @@ pub fn read(v: &JsValue, remember: bool) -> Value {
     json
 }
 
-/// Whether `path` lies in a field this version reads (SPEC §3): the planner's own list.
-/// `noMerge` counts as read: it is a field of the format this version must not misread.
+/// Whether `path` lies in a field this version reads (SPEC §3): the planner's own list
+/// (`noMerge` among them, §7).
 fn in_known_field(path: &[Seg]) -> bool {
     let Some(Seg::Key(first)) = path.first() else { return true };
     if let Some((_, inside)) = KNOWN_NESTED.iter().find(|(k, _)| k == first) {
@@ -72,7 +72,7 @@ fn in_known_field(path: &[Seg]) -> bool {
             _ => true,
         };
     }
-    KNOWN_FIELDS.contains(&first.as_str()) || first == "noMerge"
+    KNOWN_FIELDS.contains(&first.as_str())
 }
 
 /// Takes `body` out of the planner's view of the row, so that it decodes as undecodable
