@@ -164,3 +164,40 @@ pub fn is_orphan_intent(row: &Row, create_exists: bool) -> bool {
             RowState::Queued | RowState::Sending => true,
         }
 }
+
+#[cfg(test)]
+mod awaited_tests {
+    use super::*;
+    use crate::codec::decode;
+    use serde_json::json;
+
+    fn row(v: serde_json::Value) -> Row {
+        decode(&v).unwrap()
+    }
+
+    #[test]
+    fn s7_the_awaited_create_is_found_past_earlier_intents_and_no_further() {
+        let base = |id: &str, kind: &str, target: &str, after: Option<&str>| {
+            let mut v = json!({"id": id, "owner": "o", "target": target, "kind": kind, "body": [], "savedAt": 1,
+                               "state": "queued"});
+            if let Some(a) = after {
+                v["successorOf"] = json!(a);
+            }
+            row(v)
+        };
+        // A create that itself waits for something else (as an older writer may leave it).
+        let rows = [
+            base("c", "create", "pending:c", Some("z")),
+            base("i1", "update", "pending:c", Some("c")),
+            base("i2", "update", "pending:c", Some("i1")),
+            base("other", "update", "pending:q", Some("c")),
+        ];
+        let find = |id: &str| rows.iter().find(|r| r.id == id);
+        assert_eq!(awaited_create(&rows[2], find), Some("c"), "past i1, stops at the create");
+        assert_eq!(awaited_create(&rows[1], find), Some("c"));
+        // An intent of another target in between is not followed.
+        let odd = base("i3", "update", "pending:c", Some("other"));
+        assert_eq!(awaited_create(&odd, find), Some("other"));
+        assert_eq!(awaited_create(&base("n", "update", "pending:c", None), find), None);
+    }
+}
