@@ -119,6 +119,31 @@ fn s9_a_conflict_without_an_actual_revision_is_reported_blocked_not_as_a_conflic
     assert_eq!(row.blocked_code.as_deref(), Some("REVISION_UNKNOWN"));
 }
 
+/// Carries out write `token` of tab 0 as a store would, except that another writer changes
+/// row `touched` (an unknown field set to `mark`) between the plan and its compare. Hands the
+/// result to the flush and returns it.
+fn write_while_another_writer_touches(
+    w: &mut World,
+    token: outbox_core::Token,
+    scopes: &[outbox_core::Scope],
+    touched: &str,
+    mark: serde_json::Value,
+) -> Option<outbox_core::ReplaceOutcome> {
+    let now = w.tabs[0].now;
+    let current = w.store.read(scopes);
+    let plan = {
+        let t = &mut w.tabs[0];
+        t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws)
+    };
+    let mut changed = w.raw(touched).unwrap();
+    changed["futureField"] = mark;
+    w.store.seed(changed);
+    let r = plan.map(|p| w.store.replace(&p));
+    w.with_flush(0, |f, out| f.handle_written(token, r, out));
+    w.collect(0);
+    r
+}
+
 /// Steps `tab` until its create is in the air.
 fn until_in_air(w: &mut World, tab: usize) {
     run_until_sent(w, tab, &mut truthful);
@@ -214,19 +239,8 @@ fn s6_an_answer_whose_write_found_the_row_changed_is_planned_again() {
     let Request::Write { token, scopes } = w.tabs[0].inbox.remove(0) else { panic!("the ACK writes") };
     // Plan inside the "transaction", then another writer changes a row of the scope before
     // the compare: the replace is stale and writes nothing.
-    let now = w.tabs[0].now;
-    let current = w.store.read(&scopes);
-    let plan = {
-        let t = &mut w.tabs[0];
-        t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws).expect("a plan")
-    };
-    let mut changed = w.raw(&u.id).unwrap();
-    changed["futureField"] = json!("another writer");
-    w.store.seed(changed);
-    let r = w.store.replace(&plan);
-    assert_eq!(r, outbox_core::ReplaceOutcome::Stale);
-    w.with_flush(0, |f, out| f.handle_written(token, Some(r), out));
-    w.collect(0);
+    let r = write_while_another_writer_touches(&mut w, token, &scopes, &u.id, json!("another writer"));
+    assert_eq!(r, Some(outbox_core::ReplaceOutcome::Stale));
     assert!(matches!(w.tabs[0].inbox[..], [Request::Write { .. }]), "the answer is planned again");
     let rep = w.drain(0, &mut truthful);
     assert_eq!((rep.succeeded, rep.applied), (1, 1));
@@ -272,19 +286,8 @@ fn s6_an_answer_whose_write_is_always_stale_gives_up_after_four_passes() {
         w.tabs[0].inbox.remove(0);
         passes += 1;
         assert!(passes < 20, "the flush re-plans forever");
-        let now = w.tabs[0].now;
-        let current = w.store.read(&scopes);
-        let plan = {
-            let t = &mut w.tabs[0];
-            t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws)
-        };
         // Another writer touches the row between every plan and its compare.
-        let mut changed = w.raw(&u.id).unwrap();
-        changed["futureField"] = json!(passes);
-        w.store.seed(changed);
-        let r = plan.map(|p| w.store.replace(&p));
-        w.with_flush(0, |f, out| f.handle_written(token, r, out));
-        w.collect(0);
+        write_while_another_writer_touches(&mut w, token, &scopes, &u.id, json!(passes));
     }
     assert_eq!(passes, 5, "the first plan and four more");
     assert!(!w.flushing(0));
@@ -319,21 +322,10 @@ fn s5_a_claim_batch_whose_replace_is_stale_counts_every_row_stale_and_reads_agai
     w.start_flush(0, "alice");
     w.step(0, 0, &mut truthful); // read
     let Request::Write { token, scopes } = w.tabs[0].inbox.remove(0) else { panic!("a claim batch") };
-    let now = w.tabs[0].now;
-    let current = w.store.read(&scopes);
-    let plan = {
-        let t = &mut w.tabs[0];
-        t.flush.as_mut().unwrap().plan(token, &current, now, &mut t.draws).expect("claims both")
-    };
     // Another writer changes one row between the plan and the compare: nothing is written.
-    let id = current[0]["id"].as_str().unwrap().to_owned();
-    let mut changed = w.raw(&id).unwrap();
-    changed["futureField"] = json!(1);
-    w.store.seed(changed);
-    let r = w.store.replace(&plan);
-    assert_eq!(r, outbox_core::ReplaceOutcome::Stale);
-    w.with_flush(0, |f, out| f.handle_written(token, Some(r), out));
-    w.collect(0);
+    let id = w.store.read(&scopes)[0]["id"].as_str().unwrap().to_owned();
+    let r = write_while_another_writer_touches(&mut w, token, &scopes, &id, json!(1));
+    assert_eq!(r, Some(outbox_core::ReplaceOutcome::Stale));
     assert!(matches!(w.tabs[0].inbox[..], [Request::ReadOwner { .. }]), "reads the queue again");
     let rep = w.drain(0, &mut truthful);
     assert_eq!(rep.stale, 2, "both rows of the stale batch");
