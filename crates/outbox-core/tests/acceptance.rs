@@ -298,23 +298,10 @@ fn s13_row9_older_writer_sending_is_in_flight_until_its_lease_ends() {
 fn s13_row10_orphan_intent_receipt_looked_up_else_blocked_and_kept() {
     let mut w = World::new(1);
     let now = w.tabs[A].now.0;
-    let intent = |id: &str, create: &str| {
-        json!({"id": id, "owner": "alice", "target": format!("pending:{create}"), "kind": "update",
-               "body": {"w": 1}, "savedAt": now, "state": "queued", "successorOf": create})
-    };
     // Known receipt: the create was applied by the server, its row deleted by an older tab.
-    w.server.handle(&outbox_core::SendOp {
-        id: "c-known".into(),
-        kind: "create",
-        target: "pending:c-known".into(),
-        body: json!({}),
-        revision: Value::Null,
-        fingerprint: "f".into(),
-        attempt: 1,
-        owner: "alice".into(),
-    });
-    w.store.seed(intent("i-1", "c-known"));
-    w.store.seed(intent("i-2", "c-unknown"));
+    applied_create(&mut w.server, "c-known");
+    w.store.seed(orphan_intent("i-1", "c-known", now));
+    w.store.seed(orphan_intent("i-2", "c-unknown", now));
     let rep = w.flush(A, "alice");
     assert_eq!(rep.converted, 1);
     assert_eq!(w.server.received.last().unwrap(), &("i-1".to_owned(), "rec:1".to_owned(), "update".to_owned()));

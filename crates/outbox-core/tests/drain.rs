@@ -17,6 +17,20 @@ fn fill_air(w: &mut World, tab: usize) {
     }
 }
 
+/// Runs tab A's flush to its end, answers one at a time, each as soon as every other
+/// request was carried out; returns the most sends that were outstanding at once.
+fn drain_counting_outstanding(w: &mut World) -> usize {
+    let mut most = 0;
+    while w.flushing(A) {
+        fill_air(w, A);
+        most = most.max(w.tabs[A].air.len());
+        if !w.tabs[A].air.is_empty() {
+            w.deliver(A, 0);
+        }
+    }
+    most
+}
+
 #[test]
 fn s8_max_rows_stops_after_that_many_sends() {
     let mut w = World::new(1);
@@ -39,14 +53,7 @@ fn s8_different_targets_go_concurrently_up_to_the_limit() {
         let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
     }
     w.start_flush_with(A, "alice", |o| o.concurrency = 3);
-    let mut most = 0;
-    while w.flushing(A) {
-        fill_air(&mut w, A);
-        most = most.max(w.tabs[A].air.len());
-        if !w.tabs[A].air.is_empty() {
-            w.deliver(A, 0);
-        }
-    }
+    let most = drain_counting_outstanding(&mut w);
     assert_eq!(most, 3, "three sends outstanding at once, never more");
     assert_eq!(w.server.applied.len(), 6);
 }
@@ -62,14 +69,7 @@ fn s8_rows_of_one_target_are_sent_one_after_another() {
                             "body": {"x": id}, "savedAt": now, "state": "queued"}));
     }
     w.start_flush(A, "alice");
-    let mut most = 0;
-    while w.flushing(A) {
-        fill_air(&mut w, A);
-        most = most.max(w.tabs[A].air.len());
-        if !w.tabs[A].air.is_empty() {
-            w.deliver(A, 0);
-        }
-    }
+    let most = drain_counting_outstanding(&mut w);
     assert_eq!(most, 1, "never two attempts of one target outstanding");
     assert_eq!(w.server.applied, vec!["a".to_owned(), "b".to_owned()]);
 }
@@ -261,14 +261,7 @@ fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
         answer_one(&mut w);
         answer_one(&mut w); // two slots free: a claim batch is asked for, not written yet
         answer_one(&mut w); // a third slot frees while that batch is still being written
-        let mut most = 0;
-        while w.flushing(A) {
-            fill_air(&mut w, A);
-            most = most.max(w.tabs[A].air.len());
-            if !w.tabs[A].air.is_empty() {
-                w.deliver(A, 0);
-            }
-        }
+        let most = drain_counting_outstanding(&mut w);
         assert!(most <= 4, "{max_rows:?}: {most} sends outstanding at once, concurrency 4");
         assert_eq!(w.server.received.len(), sends, "{max_rows:?}");
     }

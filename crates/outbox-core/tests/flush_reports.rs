@@ -155,23 +155,10 @@ fn report_counts_an_intent_converted_on_its_receipt_and_one_blocked_without_a_pr
 fn report_counts_orphan_intents_converted_from_a_found_receipt_or_blocked() {
     let mut w = World::new(1);
     let now = w.tabs[A].now.0;
-    let intent = |id: &str, create: &str| {
-        json!({"id": id, "owner": "alice", "target": format!("pending:{create}"), "kind": "update",
-               "body": {"w": 1}, "savedAt": now, "state": "queued", "successorOf": create})
-    };
     // The server applied "c-known" (its row is gone); it never saw "c-unknown".
-    let _ = w.server.handle(&SendOp {
-        id: "c-known".into(),
-        kind: "create",
-        target: "pending:c-known".into(),
-        body: json!({}),
-        revision: Value::Null,
-        fingerprint: "f".into(),
-        attempt: 1,
-        owner: "alice".into(),
-    });
-    w.store.seed(intent("i-1", "c-known"));
-    w.store.seed(intent("i-2", "c-unknown"));
+    applied_create(&mut w.server, "c-known");
+    w.store.seed(orphan_intent("i-1", "c-known", now));
+    w.store.seed(orphan_intent("i-2", "c-unknown", now));
     let rep = w.flush(A, "alice");
     let want = Counts { claimed: 1, succeeded: 1, blocked: 1, converted: 1, applied: 1, ..Counts::default() };
     assert_eq!(counts(&rep), Counts { receipts: vec![true], ..want });

@@ -314,3 +314,24 @@ pub fn run_until_sent(w: &mut World, tab: usize, answer: &mut dyn FnMut(&mut Ser
         w.step(tab, 0, answer);
     }
 }
+
+/// An intent of `pending:<create>` waiting for `create`, as a tab wrote it before the create
+/// row vanished (§7 vanished predecessor).
+pub fn orphan_intent(id: &str, create: &str, now: i64) -> Value {
+    json!({"id": id, "owner": "alice", "target": format!("pending:{create}"), "kind": "update",
+           "body": {"w": 1}, "savedAt": now, "state": "queued", "successorOf": create})
+}
+
+/// The server applies create `id` of alice's, as an older tab would have sent it.
+pub fn applied_create(server: &mut Server, id: &str) {
+    let _ = server.handle(&outbox_core::SendOp {
+        id: id.into(),
+        kind: "create",
+        target: format!("pending:{id}"),
+        body: json!({}),
+        revision: Value::Null,
+        fingerprint: "f".into(),
+        attempt: 1,
+        owner: "alice".into(),
+    });
+}
