@@ -5,7 +5,7 @@ use crate::codec::{decode, encode, DecodeError};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{Claim, Row, RowState, Ticket, Writer};
-use crate::select::{check_sendable, Unsendable};
+use crate::select::{check_sendable, holds_successors, Unsendable};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::Value;
@@ -60,14 +60,14 @@ pub fn plan_claim(
         return Err(ClaimSkip::InFlight);
     }
     let pred_row = predecessor.map(|p| decode(p).ok());
-    let pred_blocked = |id: &str| -> Option<bool> {
+    let pred_holds = |id: &str| -> Option<bool> {
         match &pred_row {
-            Some(Some(p)) if p.id == id => Some(p.state == RowState::Blocked),
-            Some(None) => Some(false), // undecodable: exists, counts as unblocked
+            Some(Some(p)) if p.id == id => Some(holds_successors(p)),
+            Some(None) => Some(true), // undecodable: exists, holds its successor
             _ => None,
         }
     };
-    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_blocked).map_err(ClaimSkip::NotSendable)?;
+    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_holds).map_err(ClaimSkip::NotSendable)?;
 
     let mut scopes = vec![Scope::Id(row.id.clone())];
     let mut expected = vec![raw.clone()];

@@ -15,20 +15,21 @@ pub enum Unsendable {
     NotYet(Millis),
     /// In flight by another tab, or by an older writer.
     InFlightElsewhere,
-    /// Its predecessor still exists and is not blocked.
+    /// Its predecessor still exists and holds it: not blocked, or a blocked link of a
+    /// `noMerge` chain.
     WaitsFor(String),
     /// An intent row: converted when its create's receipt arrives, never sent as it is.
     Intent,
 }
 
-/// Checks one row against §8 rules 1–4. `exists` answers whether a row id is stored and,
-/// if so, whether that row is blocked (`Some(true)`).
+/// Checks one row against §8 rules 1–4. `holds` answers whether a row id is stored and,
+/// if so, whether that row holds its successors ([`holds_successors`]).
 pub fn check_sendable(
     row: &Row,
     tab_id: &str,
     now: Millis,
     lease_ms: i64,
-    blocked: impl Fn(&str) -> Option<bool>,
+    holds: impl Fn(&str) -> Option<bool>,
 ) -> Result<(), Unsendable> {
     if matches!(row.state, RowState::Blocked | RowState::Held) {
         return Err(Unsendable::Parked);
@@ -42,7 +43,10 @@ pub fn check_sendable(
         return Err(Unsendable::InFlightElsewhere);
     }
     if let Some(pred) = &row.successor_of {
-        if blocked(pred) == Some(false) {
+        // §8 rule 3. A blocked ordinary row lets its successor go (the newer state does not
+        // need the rejected one), but a `noMerge` chain is sent strictly in order: a failed
+        // link holds the rest of its scope until the user retries or discards it (§7).
+        if holds(pred).is_some_and(|held| held || row.no_merge) {
             return Err(Unsendable::WaitsFor(pred.clone()));
         }
     }
@@ -56,7 +60,7 @@ pub fn check_sendable(
 /// existing, unblocked predecessors (a successor never overtakes what cannot be read).
 #[must_use]
 pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, lease_ms: i64) -> Vec<&'a Row> {
-    let index = blocked_index(stored);
+    let index = holding_index(stored);
     let mut out: Vec<&Row> = stored
         .iter()
         .filter_map(Stored::row)
@@ -66,14 +70,22 @@ pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, leas
     out
 }
 
-/// Maps every stored id to whether that row is blocked.
+/// Whether a stored predecessor holds its successors back (§8 rule 3): every row does
+/// except a blocked one, and a blocked `noMerge` row still does (its chain keeps order).
 #[must_use]
-pub fn blocked_index(stored: &[Stored]) -> HashMap<&str, bool> {
+pub fn holds_successors(pred: &Row) -> bool {
+    pred.state != RowState::Blocked || pred.no_merge
+}
+
+/// Maps every stored id to whether that row holds its successors ([`holds_successors`]).
+/// An undecodable value holds them: a successor never overtakes what cannot be read.
+#[must_use]
+pub fn holding_index(stored: &[Stored]) -> HashMap<&str, bool> {
     stored
         .iter()
         .filter_map(|s| match s {
-            Stored::Row(r) => Some((r.id.as_str(), r.state == RowState::Blocked)),
-            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, false)),
+            Stored::Row(r) => Some((r.id.as_str(), holds_successors(r))),
+            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, true)),
         })
         .collect()
 }

@@ -68,6 +68,23 @@ fn s5_a_claim_waits_for_its_predecessor_as_read_unless_it_is_blocked() {
 }
 
 #[test]
+fn s8_a_claim_waits_for_a_blocked_predecessor_when_either_is_a_command() {
+    // §7/§8: a `noMerge` chain keeps its order through a failure, so a blocked link still
+    // holds the row after it, whichever of the two is the command.
+    let tab = Tab::new("tab-a");
+    let waits = Err(ClaimSkip::NotSendable(Unsendable::WaitsFor("p".into())));
+    let blocked = row("p", json!({"state": "blocked"}));
+    let blocked_command = row("p", json!({"state": "blocked", "noMerge": true}));
+    let succ = row("s", json!({"successorOf": "p", "savedAt": 2}));
+    let command = row("s", json!({"successorOf": "p", "savedAt": 2, "noMerge": true}));
+    let claim = |s: &Value, p: &Value| plan_claim("alice", Some(s), Some(p), &tab, NOW).map(|c| c.ticket);
+    assert_eq!(claim(&succ, &blocked_command), waits.clone(), "behind a failed command");
+    assert_eq!(claim(&command, &blocked), waits.clone(), "a command behind a failed row");
+    assert_eq!(claim(&command, &blocked_command), waits);
+    assert!(claim(&succ, &blocked).is_ok(), "outside a chain, a blocked row lets its successor go");
+}
+
+#[test]
 fn s5_a_claim_writes_writer_and_keeps_its_unknown_fields() {
     let raw = row("r", json!({"writer": {"bundle": "old@1", "at": 5, "host": "x"}}));
     let tab = Tab::new("tab-a");

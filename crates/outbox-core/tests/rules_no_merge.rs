@@ -4,13 +4,15 @@
 
 mod sim;
 
+use outbox_core::admin::{plan_discard, plan_retry_blocked};
 use outbox_core::codec::{decode, encode, DecodeError, Stored};
 use outbox_core::conflict::conflict_successor;
 use outbox_core::enqueue::{plan_enqueue, EnqueuePlan};
 use outbox_core::input::{InputError, NewOperation};
 use outbox_core::intent::{converted, Prepared};
 use outbox_core::reissue::reissued;
-use outbox_core::{Millis, Tab};
+use outbox_core::row::RowState;
+use outbox_core::{Millis, Outcome, ReplaceOutcome, Scope, Tab};
 use serde_json::{json, Value};
 use sim::*;
 
@@ -377,4 +379,98 @@ fn s7_a_command_behind_an_intent_of_a_vanished_create_is_converted_with_the_crea
         "converted and sent"
     );
     assert!(w.store.is_empty(), "{:?}", w.store.all().collect::<Vec<_>>());
+}
+
+// --- a failed link holds the rest of its scope (§8 rule 3), and only that scope ---------
+
+/// A command (`merge: false`) on `target`.
+fn command(target: &str, n: i64) -> Value {
+    json!({"owner": "alice", "target": target, "kind": "update", "body": {"inc": n}, "merge": false})
+}
+
+/// The server rejects the operations in `refused` for good and answers the rest truly;
+/// every operation sent is logged in `sent`.
+fn refusing<'a>(
+    refused: Vec<String>,
+    sent: &'a mut Vec<String>,
+) -> impl FnMut(&mut Server, &outbox_core::SendOp) -> Outcome + 'a {
+    move |s, op| {
+        sent.push(op.id.clone());
+        if refused.contains(&op.id) {
+            Outcome::Permanent { code: "INVALID".into() }
+        } else {
+            s.handle(op)
+        }
+    }
+}
+
+fn retry_blocked(w: &mut World, id: &str, target: &str, new_id: &str) {
+    let scope = w.store.read(&[Scope::target("alice", target)]);
+    let plan = plan_retry_blocked("alice", id, None, &scope, new_id).expect("a blocked row of alice");
+    assert_eq!(w.store.replace(&plan), ReplaceOutcome::Committed);
+}
+
+#[test]
+fn s8_a_blocked_command_holds_the_rest_of_its_scope_and_only_that_scope() {
+    let mut w = World::new(1);
+    w.server.seed_record("doc:1", 1);
+    w.server.seed_record("doc:2", 1);
+    let c1 = w.enqueue(0, command("doc:1", 1)).row.unwrap().id;
+    let c2 = w.enqueue(0, command("doc:1", 2)).row.unwrap().id;
+    let u1 = w.enqueue(0, update("alice", "doc:1", json!({"title": "x"}))).row.unwrap().id;
+    let u2 = w.enqueue(0, update("alice", "doc:2", json!({"title": "y"}))).row.unwrap().id;
+    w.start_flush(0, "alice");
+    let mut sent = vec![];
+    let rep = w.drain(0, &mut refusing(vec![c1.clone()], &mut sent));
+    assert_eq!(w.row(&c1).unwrap().state, RowState::Blocked);
+    assert_eq!(sent, vec![c1.clone(), u2.clone()], "the rest of doc:1 waits; doc:2 flows");
+    assert_eq!((rep.succeeded, rep.blocked), (1, 1));
+    for id in [&c2, &u1] {
+        assert_eq!(w.row(id).unwrap().state, RowState::Queued, "{id} still waits");
+    }
+    // A second flush does not send them either: the chain waits for the user.
+    w.flush(0, "alice");
+    assert_eq!(w.server.applied, vec![u2.clone()]);
+    // The user fixes and retries the command: the chain goes out in order.
+    retry_blocked(&mut w, &c1, "doc:1", "c1-again");
+    w.flush(0, "alice");
+    let applied: Vec<&str> = w.server.applied.iter().map(String::as_str).collect();
+    assert_eq!(applied, vec![u2.as_str(), "c1-again", c2.as_str(), u1.as_str()]);
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s8_a_command_waits_behind_a_blocked_ordinary_row_until_it_is_discarded() {
+    let mut w = World::new(1);
+    w.server.seed_record("doc:1", 1);
+    let u = w.enqueue(0, update("alice", "doc:1", json!({"title": "bad"}))).row.unwrap().id;
+    w.start_flush(0, "alice");
+    w.drain(0, &mut refusing(vec![u.clone()], &mut vec![]));
+    let c = w.enqueue(0, command("doc:1", 1)).row.unwrap();
+    assert_eq!(c.successor_of.as_deref(), Some(u.as_str()), "a command absorbs nothing: it waits");
+    w.flush(0, "alice");
+    assert!(w.server.applied.is_empty(), "the command keeps its place behind the failed row");
+    let raw = w.raw(&u);
+    let discard = plan_discard(Some("alice"), raw.as_ref(), w.tabs[0].now, LEASE).unwrap();
+    assert_eq!(w.store.replace(&discard), ReplaceOutcome::Committed);
+    w.flush(0, "alice");
+    assert_eq!(w.server.applied, vec![c.id]);
+}
+
+#[test]
+fn s8_an_ordinary_successor_of_a_blocked_ordinary_row_still_goes() {
+    // Outside a `noMerge` chain the rule is unchanged: the newer state does not need the
+    // rejected one. The successor was written while its predecessor was in flight.
+    let mut w = World::new(1);
+    w.server.seed_record("doc:1", 1);
+    let u = w.enqueue(0, update("alice", "doc:1", json!({"title": "bad"}))).row.unwrap().id;
+    w.start_flush(0, "alice");
+    run_until_sent(&mut w, 0, &mut refusing(vec![u.clone()], &mut vec![]));
+    let s = w.enqueue(0, update("alice", "doc:1", json!({"title": "good"}))).row.unwrap();
+    assert_eq!(s.successor_of.as_deref(), Some(u.as_str()));
+    w.deliver(0, 0);
+    let rep = w.drain(0, &mut truthful);
+    assert_eq!(w.row(&u).unwrap().state, RowState::Blocked);
+    assert_eq!(w.server.applied, vec![s.id], "sent in the same flush (§8: a flush drains)");
+    assert_eq!((rep.blocked, rep.succeeded), (1, 1));
 }

@@ -56,7 +56,7 @@ use crate::intent::{awaited_create, is_orphan_intent};
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::row::{Row, Ticket};
-use crate::select::{blocked_index, select_sendable};
+use crate::select::{holding_index, select_sendable};
 use crate::time::Millis;
 use batch::{Candidate, ClaimBatch};
 use outstanding::Taken;
@@ -236,7 +236,7 @@ impl Flush {
             owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
         let by_id: HashMap<&str, &Value> =
             stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
-        let exists = blocked_index(&stored);
+        let exists = holding_index(&stored);
         let tab = &self.opts.tab;
         let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
             .into_iter()

@@ -344,9 +344,10 @@ fn answered(
                     report.held += 1;
                     false
                 }
+                // A blocked row may release its successor (§8 rule 3): read again.
                 Outcome::Permanent { .. } => {
                     report.blocked += 1;
-                    false
+                    true
                 }
                 Outcome::Conflict { .. } => match successor {
                     Some(s) => {
@@ -360,7 +361,7 @@ fn answered(
                     // No usable actual revision: the row was blocked `REVISION_UNKNOWN` (§9).
                     None => {
                         report.blocked += 1;
-                        false
+                        true
                     }
                 },
             };
