@@ -44,7 +44,7 @@ function log(text) {
 /** send(op) → Outcome: the operation id travels as Idempotency-Key. */
 async function send(op) {
   if (offline) return { type: "transient", code: "OFFLINE" };
-  let url, method;
+  let url, method, body = op.kind === "delete" ? undefined : JSON.stringify(op.body);
   if (op.kind === "create") {
     url = `/api/records/${op.body.entity}`;
     method = "POST";
@@ -52,13 +52,19 @@ async function send(op) {
     const [entity, id] = op.target.split(":");
     url = `/api/records/${entity}/${id}`;
     method = op.kind === "delete" ? "DELETE" : "PUT";
+    if (op.body?.logSet) {
+      // A command (enqueued with merge: false): appends one set; every click counts.
+      url += "/sets";
+      method = "POST";
+      body = JSON.stringify(op.body.logSet);
+    }
   }
   const headers = { ...auth(), "Idempotency-Key": op.id, "Content-Type": "application/json" };
   if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
   try {
-    const res = await fetch(url, { method, headers, body: op.kind === "delete" ? undefined : JSON.stringify(op.body) });
-    const body = await res.json().catch(() => null);
-    return classifyHttp(res.status, res.headers, body, Date.now());
+    const res = await fetch(url, { method, headers, body });
+    const answer = await res.json().catch(() => null);
+    return classifyHttp(res.status, res.headers, answer, Date.now());
   } catch {
     return classifyHttp(0, {}, null, Date.now()); // network error: transient
   }
@@ -66,7 +72,9 @@ async function send(op) {
 
 /** An intent of a record created meanwhile, turned into its real request. */
 function prepareSuccessor({ intent, receipt }) {
-  return { target: receipt.serverId, body: intent.body, revision: receipt.revision ?? null };
+  // A command appends whatever the record's revision; an edit is based on the create's.
+  const revision = intent.body?.logSet ? null : receipt.revision ?? null;
+  return { target: receipt.serverId, body: intent.body, revision };
 }
 
 /** The receipt of a create whose row vanished (another tab applied it). */
@@ -115,6 +123,13 @@ async function updateRecord(target, patch, revision) {
   return row;
 }
 
+/** "Log a set": a command, so `merge: false` — two clicks offline are two sets online. */
+async function logSet(target, weight) {
+  const row = await outbox.enqueue({ owner: session.user, kind: "update", target, body: { logSet: { weight } }, merge: false });
+  afterEdit();
+  return row;
+}
+
 async function deleteRecord(target, revision) {
   const row = await outbox.enqueue({ owner: session.user, kind: "delete", target, revision });
   afterEdit();
@@ -140,6 +155,7 @@ async function loadServerRecords() {
 
 function valueOf(body) {
   if (!body) return "";
+  if (body.logSet) return `+1 set @ ${body.logSet.weight}`;
   return body.weight ?? body.title ?? JSON.stringify(body);
 }
 
@@ -154,6 +170,7 @@ async function refresh() {
   // Records: the server's, then records that exist only in the outbox so far.
   const tbody = $("#records tbody");
   tbody.replaceChildren();
+  const setsOf = (target) => serverRecords.find((r) => r.serverId === target)?.body.sets?.length ?? 0;
   const addRecordRow = (target, value, revision, pending) => {
     const tr = document.createElement("tr");
     const entity = target.startsWith("pending:") ? (pending.find((p) => p.kind === "create")?.body.entity ?? "?") : target.split(":")[0];
@@ -170,6 +187,14 @@ async function refresh() {
     del.textContent = "Delete";
     del.onclick = () => deleteRecord(target, revision);
     tr.children[4].append(save, del);
+    if (entity === "workout") {
+      const sets = document.createElement("button");
+      sets.textContent = "Log a set";
+      sets.title = "a command: never merged with another click (merge: false)";
+      sets.onclick = () => logSet(target, Number(input.value));
+      tr.children[4].append(sets);
+      tr.children[1].append(` · ${setsOf(target)} sets`);
+    }
     tbody.append(tr);
   };
   for (const rec of serverRecords) addRecordRow(rec.serverId, valueOf(rec.body), rec.revision, byTarget.get(rec.serverId) ?? []);
@@ -272,6 +297,6 @@ if (autoflush) {
 
 // Test and console hook: the same package API the page uses.
 window.outboxDemo = {
-  outbox, flushNow, send, createRecord, updateRecord, deleteRecord, setOffline, login, expireSession,
+  outbox, flushNow, send, createRecord, updateRecord, deleteRecord, logSet, setOffline, login, expireSession,
   refresh, loadServerRecords, owner: () => session.user, ready: true,
 };

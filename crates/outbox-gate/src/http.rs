@@ -6,6 +6,7 @@
 //! | `POST /api/records/{entity}` | create → `201 {serverId, revision}` |
 //! | `PUT /api/records/{entity}/{id}` | update (shallow merge) → `200 {serverId, revision}` |
 //! | `DELETE /api/records/{entity}/{id}` | delete → `200 {serverId, revision, deleted}` |
+//! | `POST /api/records/{entity}/{id}/sets` | command: append the body to the record's `sets` → `200 {serverId, revision, count}` |
 //! | `GET /api/receipts/{opId}` | the stored answer of a completed operation (`findCreateReceipt`) |
 //! | `GET /api/records` | the actor's records |
 //! | `GET /api/effects` | every applied effect with its count (tests, demo) |
@@ -29,6 +30,9 @@ use std::time::Duration;
 
 /// Entity types the gate knows.
 pub const ENTITIES: [&str; 2] = ["workout", "plan"];
+
+/// Lists a command may append to (`POST /api/records/{entity}/{id}/{field}`).
+pub const APPENDABLE: [&str; 1] = ["sets"];
 
 /// Shared state of the gate.
 pub struct Gate {
@@ -115,11 +119,7 @@ async fn mutate(
     if let Err(r) = validate(&body) {
         return r;
     }
-    let if_match = match &op {
-        DomainOp::Create { .. } => None,
-        DomainOp::Update { revision, .. } | DomainOp::Delete { revision, .. } => *revision,
-    };
-    let fp = fingerprint(&method, &path, if_match, &body);
+    let fp = fingerprint(&method, &path, op.base_revision(), &body);
     let holder = match gate.ledger.reserve(&actor, key, op.op_type(), &fp, now_ms()) {
         Ok(Reservation::Reserved { holder, .. }) => holder,
         Ok(Reservation::Replay(answer)) => return reply(&answer),
@@ -210,6 +210,32 @@ async fn change(
     mutate(g, method, path, headers, op, body).await
 }
 
+/// A command: `POST /api/records/{entity}/{id}/{field}` appends the body to that record's
+/// list `field` (the demo logs a set on a workout). Each key appends once, however often
+/// it is resent; two keys append twice, in the order they arrive.
+async fn append(
+    State(g): State<Arc<Gate>>,
+    Path((entity, id, field)): Path<(String, String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    if let Err(r) = entity_ok(&entity) {
+        return r;
+    }
+    if !APPENDABLE.contains(&field.as_str()) {
+        return error(404, "NOT_FOUND", "no such list");
+    }
+    let Ok(num) = id.parse::<i64>() else { return error(404, "NOT_FOUND", "no such record") };
+    let (item, revision) = match (parse_body(&bytes), if_match(&headers)) {
+        (Ok(b), Ok(r)) => (b, r),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let path = format!("/api/records/{entity}/{id}/{field}");
+    let op = DomainOp::Append { entity, id: num, revision, field, item: item.clone() };
+    mutate(g, method, path, headers, op, item).await
+}
+
 async fn receipt(State(g): State<Arc<Gate>>, Path(op_id): Path<String>, headers: HeaderMap) -> Response {
     let actor = match actor_of(&g, &headers) {
         Ok(a) => a,
@@ -254,6 +280,7 @@ pub fn api(gate: Arc<Gate>) -> Router {
         .route("/api/records", get(records))
         .route("/api/records/{entity}", post(create))
         .route("/api/records/{entity}/{id}", put(change).delete(change))
+        .route("/api/records/{entity}/{id}/{field}", post(append))
         .route("/api/receipts/{op_id}", get(receipt))
         .route("/api/effects", get(effects))
         .route("/api/sessions/revoke", post(revoke))

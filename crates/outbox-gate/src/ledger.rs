@@ -14,6 +14,9 @@ pub enum DomainOp {
     Update { entity: String, id: i64, revision: Option<i64>, body: Value },
     /// Delete a record.
     Delete { entity: String, id: i64, revision: Option<i64> },
+    /// A command: append `item` to the array `field` of a record (a set logged on a
+    /// workout). Every occurrence counts, so the client sends these with `merge: false`.
+    Append { entity: String, id: i64, revision: Option<i64>, field: String, item: Value },
 }
 
 impl DomainOp {
@@ -23,6 +26,17 @@ impl DomainOp {
             DomainOp::Create { .. } => "create",
             DomainOp::Update { .. } => "update",
             DomainOp::Delete { .. } => "delete",
+            DomainOp::Append { .. } => "append",
+        }
+    }
+
+    /// The client's base revision (`If-Match`), if any; a create has none.
+    pub fn base_revision(&self) -> Option<i64> {
+        match self {
+            DomainOp::Create { .. } => None,
+            DomainOp::Update { revision, .. }
+            | DomainOp::Delete { revision, .. }
+            | DomainOp::Append { revision, .. } => *revision,
         }
     }
 }

@@ -123,7 +123,9 @@ fn apply(
             effect("create", &server_id)?;
             Ok(Answer::new(201, json!({"serverId": server_id, "revision": 1})))
         }
-        DomainOp::Update { entity, id, revision, .. } | DomainOp::Delete { entity, id, revision } => {
+        DomainOp::Update { entity, id, revision, .. }
+        | DomainOp::Delete { entity, id, revision }
+        | DomainOp::Append { entity, id, revision, .. } => {
             let found: Option<(String, String, i64, String, bool)> = tx
                 .query_row(
                     "SELECT entity, actor, revision, body, deleted FROM records WHERE id = ?1",
@@ -142,24 +144,47 @@ fn apply(
                 return Ok(Answer::new(412, json!({"code": "REVISION_CONFLICT", "actualRevision": current})));
             }
             let next = current + 1;
-            if let DomainOp::Update { body, .. } = op {
-                let mut merged: Value = serde_json::from_str(&stored).unwrap_or(json!({}));
-                if let (Some(m), Some(b)) = (merged.as_object_mut(), body.as_object()) {
-                    for (k, v) in b {
-                        m.insert(k.clone(), v.clone());
-                    }
-                }
-                tx.execute(
-                    "UPDATE records SET body = ?1, revision = ?2 WHERE id = ?3",
-                    params![merged.to_string(), next, id],
-                )?;
-                effect("update", &server_id)?;
-                Ok(Answer::new(200, json!({"serverId": server_id, "revision": next})))
-            } else {
+            if let DomainOp::Delete { .. } = op {
                 tx.execute("UPDATE records SET deleted = 1, revision = ?1 WHERE id = ?2", params![next, id])?;
                 effect("delete", &server_id)?;
-                Ok(Answer::new(200, json!({"serverId": server_id, "revision": next, "deleted": true})))
+                return Ok(Answer::new(200, json!({"serverId": server_id, "revision": next, "deleted": true})));
             }
+            let mut record: Value = serde_json::from_str(&stored).unwrap_or(json!({}));
+            let mut extra = json!({});
+            match op {
+                DomainOp::Update { body, .. } => {
+                    if let (Some(m), Some(b)) = (record.as_object_mut(), body.as_object()) {
+                        for (k, v) in b {
+                            m.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                DomainOp::Append { field, item, .. } => {
+                    let Some(m) = record.as_object_mut() else {
+                        return Ok(Answer::new(422, json!({"code": "INVALID", "message": "record is not an object"})));
+                    };
+                    let list = m.entry(field.clone()).or_insert_with(|| json!([]));
+                    let Some(list) = list.as_array_mut() else {
+                        return Ok(Answer::new(
+                            422,
+                            json!({"code": "INVALID", "message": format!("{field} is not a list")}),
+                        ));
+                    };
+                    list.push(item.clone());
+                    extra = json!({"count": list.len()});
+                }
+                DomainOp::Delete { .. } | DomainOp::Create { .. } => {} // handled above
+            }
+            tx.execute(
+                "UPDATE records SET body = ?1, revision = ?2 WHERE id = ?3",
+                params![record.to_string(), next, id],
+            )?;
+            effect(op.op_type(), &server_id)?;
+            let mut answer = json!({"serverId": server_id, "revision": next});
+            if let (Some(a), Some(e)) = (answer.as_object_mut(), extra.as_object()) {
+                a.extend(e.clone());
+            }
+            Ok(Answer::new(200, answer))
         }
     }
 }

@@ -178,3 +178,29 @@ fn completed_records_are_kept_for_the_retention_then_purged() {
     assert_eq!(ledger.purge_expired(10_001).unwrap(), 1);
     assert!(ledger.receipt("a", "k").unwrap().is_none());
 }
+
+#[tokio::test]
+async fn a_command_appends_once_per_key_in_arrival_order_however_often_it_is_resent() {
+    let (base, ledger) = start(0).await;
+    call(&base, "POST", "/api/records/workout", "alice", "c", json!({"weight": 1}), None).await;
+    let set = |n: i64| json!({"reps": n});
+    let first = call(&base, "POST", "/api/records/workout/1/sets", "alice", "s1", set(5), None).await;
+    assert_eq!((first.status, first.body["count"].as_i64(), first.body["revision"].as_i64()), (200, Some(1), Some(2)));
+    // The answer was lost; the resend replays it and appends nothing.
+    let resent = call(&base, "POST", "/api/records/workout/1/sets", "alice", "s1", set(5), None).await;
+    assert!(resent.replayed);
+    assert_eq!(resent.body, first.body);
+    // A second command with the same payload is a second effect (never folded into the first).
+    let second = call(&base, "POST", "/api/records/workout/1/sets", "alice", "s2", set(5), None).await;
+    assert_eq!(second.body["count"].as_i64(), Some(2));
+    let third = call(&base, "POST", "/api/records/workout/1/sets", "alice", "s3", set(8), None).await;
+    assert_eq!(third.body["count"].as_i64(), Some(3));
+    assert_eq!([effects_of(&ledger, "s1"), effects_of(&ledger, "s2"), effects_of(&ledger, "s3")], [1, 1, 1]);
+    let records = ledger.records("alice").unwrap();
+    assert_eq!(records[0]["body"]["sets"], json!([set(5), set(5), set(8)]));
+    // Only declared lists; a record of someone else is refused.
+    let unknown = call(&base, "POST", "/api/records/workout/1/notes", "alice", "n1", json!({}), None).await;
+    assert_eq!(unknown.status, 404);
+    let foreign = call(&base, "POST", "/api/records/workout/1/sets", "bob", "b1", set(1), None).await;
+    assert_eq!(foreign.status, 403);
+}
