@@ -22,6 +22,8 @@ const SHIPPED = [
   "README.md",
   "index.d.ts",
   "index.js",
+  "inspector.d.ts",
+  "inspector.js",
   "outbox_idb.d.ts",
   "outbox_idb.js",
   "outbox_idb_bg.wasm",

@@ -90,7 +90,7 @@ for (const [group, types, list] of [["browser", [], files], ["node", ["node"], n
         skipLibCheck,
         types,
         typeRoots: [join(root, "node_modules", "@types")],
-        paths: { "tab-outbox": [relative(out, join(root, "pkg"))] },
+        paths: { "tab-outbox": [relative(out, join(root, "pkg"))], "tab-outbox/*": [`${relative(out, join(root, "pkg"))}/*`] },
       },
       files: list,
     };

@@ -2,10 +2,12 @@
 // from "tab-outbox" as installed from its tarball. The end-to-end test drives it through
 // `window.consumer`.
 import { Outbox, type FlushReport, type OutboxRow, type UndecodableRow } from "tab-outbox";
+import "tab-outbox/inspector";
 import { fakeSend } from "./outbox.ts";
 import serviceWorkerUrl from "./sw.ts?worker&url";
 
 export interface Consumer {
+  outbox: Outbox;
   enqueue(owner: string, target: string, body: Record<string, unknown>): Promise<OutboxRow | null>;
   flush(owner: string): Promise<FlushReport>;
   rows(owner: string): Promise<Array<OutboxRow | UndecodableRow>>;
@@ -29,10 +31,19 @@ declare global {
 async function start(): Promise<void> {
   const params = new URLSearchParams(location.search);
   const dbName = params.get("db") ?? "consumer";
-  const outbox = await Outbox.open({ dbName });
+  const outbox = await Outbox.open({ dbName, tabId: params.get("tab") ?? undefined });
   const notices: string[] = [];
   outbox.subscribe((notice) => notices.push(`${notice.tabId === outbox.tabId ? "self" : "other"}:${notice.change}`));
+  // ?inspect=<owner>: the page shows the package's inspector for that owner.
+  const inspect = params.get("inspect");
+  if (inspect !== null) {
+    const inspector = document.createElement("outbox-inspector");
+    inspector.setAttribute("db", dbName);
+    inspector.setAttribute("owner", inspect);
+    document.body.append(inspector);
+  }
   window.consumer = {
+    outbox,
     enqueue: (owner, target, body) => outbox.enqueue({ owner, kind: "update", target, body }),
     flush: (owner) => outbox.flush({ owner, send: fakeSend }),
     rows: (owner) => outbox.rows(owner),
