@@ -62,21 +62,29 @@ export default function init(input) {
     },
     (cause) => {
       ready = null;
-      const detail = cause instanceof Error ? cause.message : String(cause);
-      throw outboxError(
-        "NOT_INITIALIZED",
-        `tab-outbox: the WebAssembly module could not be loaded (${detail}); ` +
-          "call init({ module_or_path }) with its URL, its bytes or a WebAssembly.Module",
-        cause,
-      );
+      throw loadError(cause, "call init({ module_or_path }) with its URL, its bytes or a WebAssembly.Module");
     },
   );
   return ready;
 }
 
-/** Instantiates the module synchronously from its bytes or a `WebAssembly.Module`. */
+function loadError(cause, what) {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return outboxError("NOT_INITIALIZED", `tab-outbox: the WebAssembly module could not be loaded (${detail}); ${what}`, cause);
+}
+
+/**
+ * Instantiates the module synchronously from its bytes or a `WebAssembly.Module`; throws
+ * `NOT_INITIALIZED` when they are not the module.
+ */
 export function initSync(module) {
-  const exports = glueInitSync(module);
+  if (initialised) return glueInitSync(module); // the glue returns the loaded instance
+  let exports;
+  try {
+    exports = glueInitSync(module);
+  } catch (cause) {
+    throw loadError(cause, "pass initSync({ module }) the package's .wasm bytes or a WebAssembly.Module");
+  }
   initialised = true;
   ready = Promise.resolve(exports);
   return exports;

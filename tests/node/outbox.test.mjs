@@ -89,6 +89,9 @@ test("before init(): Outbox.open loads the module itself; the sync functions thr
   const seen = run("before-init.mjs");
   assert.deepEqual(seen.classifyBeforeInit, { name: "OutboxError", code: "NOT_INITIALIZED" });
   assert.deepEqual(seen.badBytes, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.nullInit, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.badSyncBytes, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.nullSync, { name: "OutboxError", code: "NOT_INITIALIZED" });
   assert.equal(seen.openedWithoutInit, true);
   assert.equal(seen.enqueued, "queued");
   assert.equal(seen.classifyAfterOpen, "success");
