@@ -33,7 +33,7 @@ scripts/build.sh
 step "8/14 package types: an app written against pkg/outbox_idb.d.ts type-checks (tsc --strict)"
 npx tsc -p tests/types/tsconfig.json
 
-step "9/14 docs: every TypeScript block of README.md, docs/*.md and npm/README.md type-checks (strict, with and without skipLibCheck)"
+step "9/14 docs: links stay in the repository; every TypeScript block of README.md, docs/*.md and npm/README.md type-checks (strict, with and without skipLibCheck)"
 node tests/types/check-snippets.mjs
 
 step "10/14 package contents: npm pack of pkg/ ships types, wasm, README and licenses, nothing else; packing refuses without a build"

@@ -6,11 +6,13 @@
 // resolves to pkg/ through pkg/package.json. A block uses `declare` for what the app
 // supplies (a user id, a URL helper), so it compiles as written.
 //
+// First, every link of README.md and docs/*.md must lead to a file of the repository.
+//
 // The generated files keep the markdown's line numbers: tsc's "README_md.L42.ts(45,7)" is
 // line 45 of README.md.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -66,6 +68,24 @@ for (const source of sources) {
     // the others without, as a browser app does.
     (/from "node:/.test(code) ? nodeFiles : files).push(name);
   }
+}
+
+// The repository's README and docs link only to files of the repository (the package's
+// README is checked against the package's contents by tests/pack).
+const badLinks = [];
+for (const source of sources.filter((f) => f !== "npm/README.md")) {
+  const text = readFileSync(join(root, source), "utf8");
+  for (const m of text.matchAll(/!?\[[^\]]*\]\(([^)\s]+)[^)]*\)/g)) {
+    const target = m[1].split("#")[0];
+    if (target === "") continue;
+    const path = join(root, dirname(source), target);
+    const inside = !/^[a-z]+:/i.test(target) && !target.startsWith("/") && !relative(root, path).startsWith("..");
+    if (!inside || !existsSync(path)) badLinks.push(`${source}: ${m[1]}`);
+  }
+}
+if (badLinks.length > 0) {
+  console.error(`links that lead outside the repository or to no file:\n  ${badLinks.join("\n  ")}`);
+  process.exit(1);
 }
 
 if (files.length + nodeFiles.length === 0) {
