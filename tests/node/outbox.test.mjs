@@ -101,3 +101,7 @@ test("the process exits when the test ends, with close() and without it", () => 
   assert.deepEqual(run("exits.mjs"), { flushed: 1, closed: true });
   assert.deepEqual(run("exits-unclosed.mjs"), { flushed: 1, closed: false });
 });
+
+test("an open's timeout timer is cleared once it opened: the process lives on past it", () => {
+  assert.deepEqual(run("outlives-open-timeout.mjs"), { state: "queued" });
+});
