@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Builds the npm package (pkg/) from the binding crate with wasm-pack (--target web), and
-# the gate binary. Installs what is missing first.
+# Builds the npm package (pkg/, the package root: `npm pack ./pkg`) from the binding crate
+# with wasm-pack (--target web), and the gate binary. Installs what is missing first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh all
 echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
 wasm-pack build crates/outbox-idb --release --target web --mode no-install --out-dir ../../pkg --out-name outbox_idb
-# The root package.json describes the package; wasm-pack's own copy would shadow it.
+# pkg/ is the package root: its manifest, README (written for people who installed the
+# package), entry point and license texts come from npm/ and the repository root, not from
+# wasm-pack, whose generated copies are replaced.
 rm -f pkg/package.json pkg/.gitignore pkg/README.md
+cp npm/package.json npm/README.md npm/index.js npm/index.d.ts npm/inspector.js npm/inspector.d.ts LICENSE-MIT LICENSE-APACHE pkg/
+# wasm-bindgen declares `[Symbol.dispose]()` on every class; without this reference an app
+# compiling with `lib` older than esnext and `skipLibCheck: false` fails on the .d.ts.
+sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 # wasm-pack's own wasm-opt is off (Cargo.toml): Debian's binaryen 108 emits modules that fail
 # at run time. The npm binaryen (v132) is used instead; features come from the module's
 # target_features section.

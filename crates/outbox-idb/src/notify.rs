@@ -32,6 +32,9 @@ impl Notifier {
             ch.set_onmessage(Some(closure.as_ref().unchecked_ref()));
             closure
         });
+        if let Some(ch) = &channel {
+            unref(ch);
+        }
         Notifier { channel, subscribers, next_id: RefCell::new(0), _on_message: on_message, tab_id: tab_id.to_owned() }
     }
 
@@ -75,6 +78,18 @@ impl Drop for Notifier {
     /// closure on every other tab's notice.
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// In Node, a `BroadcastChannel` with a listener keeps the process alive until it is
+/// closed: an app's test run that forgets `close()` would never exit. `unref()` (Node's
+/// own method; browsers have none) lets the process end while notices still arrive as
+/// long as it runs.
+fn unref(channel: &BroadcastChannel) {
+    if let Ok(f) = js_sys::Reflect::get(channel, &"unref".into()) {
+        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
+            let _ = f.call0(channel);
+        }
     }
 }
 

@@ -65,8 +65,13 @@ export interface OpenOptions {
   openTimeoutMs?: number;
 }
 
-/** The `code` of every error the package throws or rejects with. */
-export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA";
+/**
+ * The `code` of every error the package throws or rejects with. `NOT_INITIALIZED`: the
+ * WebAssembly module is not loaded — `classifyHttp`, `selectSendable` or `isRowInFlight`
+ * called before `await init()` (or `Outbox.open`, which loads it), or the module could not
+ * be fetched or read.
+ */
+export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED";
 
 export interface EnqueueInput {
   owner: string;
@@ -122,6 +127,12 @@ export interface SendOp {
 export interface Prepared { target: string; body: unknown; revision?: number | string | null }
 
 export interface AckPorts {
+  /**
+   * `receipt` is the create's success body exactly as `send` returned it (or as
+   * `findCreateReceipt` found it): `unknown`, since it comes from your server and may have
+   * been stored by another tab or version. Narrow it with a type guard of your own, e.g.
+   * `(r: unknown): r is { serverId: string } => typeof r === "object" && r !== null && "serverId" in r`.
+   */
   prepareSuccessor?: (a: { intent: OutboxRow; predecessor: OutboxRow | null; receipt: unknown }) => Prepared | Promise<Prepared>;
   findCreateReceipt?: (a: { owner: string; operationId: string }) => unknown | null | Promise<unknown | null>;
 }
@@ -162,6 +173,10 @@ export interface Metrics extends Counters {
 
 export interface ChangeNotice { tabId: string; change: string; owner: string | null }
 
-/** Errors thrown by the package carry a stable `code`. */
-export interface OutboxError extends Error { code: "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" }
+/**
+ * Errors thrown by the package: `name` is `"OutboxError"` and `code` is stable. A `catch`
+ * clause gets `unknown`; narrow it with a check of `code`, e.g.
+ * `e instanceof Error && "code" in e && e.code === "BLOCKED"`.
+ */
+export interface OutboxError extends Error { name: "OutboxError"; code: OutboxErrorCode }
 "#;

@@ -43,7 +43,7 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
     let mut settle: Option<(Function, Function)> = None;
     let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
     let (resolve, reject) = settle.expect("the Promise executor runs at once");
-    let timer = Rc::new(Cell::new(None::<i32>));
+    let timer = Rc::new(Cell::new(None::<JsValue>));
     let saw_blocked = Rc::new(Cell::new(false));
     let timed_out = Rc::new(Cell::new(false));
 
@@ -120,7 +120,7 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
 /// fields, dropped after `drop` has replaced them.
 struct Pending {
     req: IdbOpenDbRequest,
-    timer: Rc<Cell<Option<i32>>>,
+    timer: Rc<Cell<Option<JsValue>>>,
     settled: bool,
     _handlers: [Closure<dyn FnMut(Event)>; 4],
     _timeout: Closure<dyn FnMut()>,
@@ -199,15 +199,16 @@ fn target_request(ev: &Event) -> Option<IdbOpenDbRequest> {
 }
 
 /// `setTimeout` of the global scope (a window or a worker); `None` where there is none, and
-/// then the open is not bounded.
-fn set_timeout(f: &Function, ms: u32) -> Option<i32> {
-    let id = global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()?;
-    id.as_f64().map(|id| id as i32)
+/// then the open is not bounded. The handle is kept as given: a number in browsers, a
+/// `Timeout` object in Node, which must reach `clearTimeout` as it is or the timer keeps
+/// running (and a Node process alive) after the open succeeded.
+fn set_timeout(f: &Function, ms: u32) -> Option<JsValue> {
+    global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()
 }
 
-fn clear_timeout(timer: &Cell<Option<i32>>) {
+fn clear_timeout(timer: &Cell<Option<JsValue>>) {
     if let (Some(id), Some(clear)) = (timer.take(), global_fn("clearTimeout")) {
-        let _ = clear.call1(&js_sys::global(), &id.into());
+        let _ = clear.call1(&js_sys::global(), &id);
     }
 }
 

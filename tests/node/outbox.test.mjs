@@ -1,0 +1,107 @@
+// The package in Node, as an app's unit tests run it: node:test over fake-indexeddb, the
+// package's own entry point (pkg/index.js), no wasm bytes passed by hand. Each scenario that
+// depends on the module's state at start (before init, a failed init, process exit) runs in
+// a fresh Node process (fixtures/*.mjs) and reports what it saw.
+import "fake-indexeddb/auto";
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import init, { Outbox, classifyHttp } from "../../pkg/index.js";
+
+const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+/** Runs a fixture in its own process; it must exit by itself within `ms`. */
+function run(name, ms = 20_000) {
+  const r = spawnSync(process.execPath, [fixture(name)], { encoding: "utf8", timeout: ms });
+  assert.equal(r.error?.code, undefined, `${name} did not exit within ${ms} ms (stdout: ${r.stdout})`);
+  assert.equal(r.status, 0, `${name} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").at(-1));
+}
+
+let db = 0;
+const dbName = () => `node-test-${process.pid}-${++db}`;
+
+test("init() in Node loads the .wasm next to the package, no bytes passed", async () => {
+  await init();
+  assert.deepEqual(classifyHttp(503, { "Retry-After": "2" }, null), { type: "transient", code: "HTTP_503", retryAfterMs: 2000 });
+});
+
+test("open, enqueue, flush with a fake send: the row is sent once and removed", async () => {
+  const outbox = await Outbox.open({ dbName: dbName() });
+  try {
+    const row = await outbox.enqueue({ owner: "alice", kind: "update", target: "workout:42", body: { weight: 80 }, revision: 3 });
+    assert.equal(row?.state, "queued");
+    const sent = [];
+    const report = await outbox.flush({
+      owner: "alice",
+      send: async (op) => {
+        sent.push(op);
+        return { type: "success", receipt: { revision: 4 } };
+      },
+    });
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0].id, row.id);
+    assert.deepEqual(sent[0].body, { weight: 80 });
+    assert.equal(sent[0].revision, 3);
+    assert.equal(report.succeeded, 1);
+    assert.deepEqual(report.receipts.map((r) => r.receipt), [{ revision: 4 }]);
+    assert.deepEqual(await outbox.rows("alice"), []);
+  } finally {
+    outbox.close();
+  }
+});
+
+test("a transient answer keeps the row queued with the attempt recorded", async () => {
+  let now = 1_000_000;
+  const outbox = await Outbox.open({ dbName: dbName(), now: () => now, random: () => 0.5 });
+  try {
+    await outbox.enqueue({ owner: "bob", kind: "create", body: { name: "plan" } });
+    const report = await outbox.flush({ owner: "bob", send: () => classifyHttp(503, null, null, now) });
+    assert.equal(report.deferred, 1);
+    const [row] = await outbox.rows("bob");
+    assert.ok(row && !row.undecodable);
+    assert.equal(row.state, "queued");
+    assert.equal(row.evidence?.attemptCount, 1);
+    assert.equal(row.evidence?.lastErrorCode, "HTTP_503");
+    assert.ok((row.nextAttemptAt ?? 0) > now);
+  } finally {
+    outbox.close();
+  }
+});
+
+test("hostile input gets a coded error and the module keeps working", async () => {
+  const outbox = await Outbox.open({ dbName: dbName() });
+  try {
+    const cycle = {};
+    cycle.self = cycle;
+    await assert.rejects(outbox.enqueue({ owner: "alice", kind: "update", target: "t", body: cycle }), { code: "INVALID_ARGUMENT" });
+    await assert.rejects(Outbox.open({}), { code: "INVALID_ARGUMENT" });
+    assert.throws(() => classifyHttp(-1), { code: "INVALID_ARGUMENT" });
+    assert.notEqual(await outbox.enqueue({ owner: "alice", kind: "update", target: "t", body: {} }), null);
+  } finally {
+    outbox.close();
+  }
+  await assert.rejects(outbox.rows("alice"), { code: "CLOSED" });
+});
+
+test("before init(): Outbox.open loads the module itself; the sync functions throw NOT_INITIALIZED", () => {
+  const seen = run("before-init.mjs");
+  assert.deepEqual(seen.classifyBeforeInit, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.badBytes, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.nullInit, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.badSyncBytes, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.deepEqual(seen.nullSync, { name: "OutboxError", code: "NOT_INITIALIZED" });
+  assert.equal(seen.openedWithoutInit, true);
+  assert.equal(seen.enqueued, "queued");
+  assert.equal(seen.classifyAfterOpen, "success");
+});
+
+test("the process exits when the test ends, with close() and without it", () => {
+  assert.deepEqual(run("exits.mjs"), { flushed: 1, closed: true });
+  assert.deepEqual(run("exits-unclosed.mjs"), { flushed: 1, closed: false });
+});
+
+test("an open's timeout timer is cleared once it opened: the process lives on past it", () => {
+  assert.deepEqual(run("outlives-open-timeout.mjs"), { state: "queued" });
+});
