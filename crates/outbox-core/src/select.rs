@@ -57,7 +57,8 @@ pub fn check_sendable(
 }
 
 /// The sendable rows of `stored`, in `(savedAt, id)` order. Undecodable values count as
-/// existing, unblocked predecessors (a successor never overtakes what cannot be read).
+/// existing predecessors that hold their successors (what cannot be read is never
+/// overtaken).
 #[must_use]
 pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, lease_ms: i64) -> Vec<&'a Row> {
     let index = holding_index(stored);
