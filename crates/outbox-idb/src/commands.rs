@@ -106,7 +106,7 @@ impl Outbox {
             let owner = owner_arg(&owner)?;
             let mut out: Vec<(Value, Stored)> = inner
                 .store
-                .read_all()
+                .read_owner_values(&owner)
                 .await?
                 .into_iter()
                 .map(|raw| {
@@ -317,7 +317,10 @@ impl Outbox {
         promise(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let rows = inner.store.read_all().await?;
+            let rows = match &owner {
+                Some(o) => inner.store.read_owner_values(o).await?,
+                None => inner.store.read_all().await?,
+            };
             let counters = *inner.counters.borrow();
             Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         })

@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use futures_util::future::join_all;
-use js_sys::{Function, Object, Reflect};
+use js_sys::{Function, Object, Promise, Reflect};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use outbox_idb::convert::{from_js, to_js};
 use outbox_idb::idb::{Durability, Store};
@@ -230,6 +230,52 @@ async fn undecodable_rows_are_left_untouched_and_reported() {
     assert!(all_rows(&store).await.is_empty());
 }
 
+/// Seeds alice's good row, alice's value whose `savedAt` is no key (so no `[owner,
+/// savedAt]` index entry), bob's row and a value without an owner; then checks what
+/// `rows("alice")` and `metrics("alice")` see.
+async fn assert_owner_reads(db: &str, a: &Outbox) {
+    let store = Store::open(db).await.unwrap();
+    let good = json!({"id": "good", "owner": "alice", "target": "w:1", "kind": "update", "state": "queued", "savedAt": 5, "body": {}});
+    let bad = json!({"id": "bad", "owner": "alice", "target": "w:2", "kind": "update", "state": "queued", "savedAt": "soon", "body": {}});
+    let bobs = json!({"id": "bobs", "owner": "bob", "target": "w:1", "kind": "update", "state": "queued", "savedAt": 1, "body": {}});
+    let orphan = json!({"id": "noowner", "savedAt": 2});
+    let seed = ReplacePlan { puts: vec![good, bad, bobs, orphan], ..Default::default() };
+    store.transact(&[], Durability::Default, |_| Some(seed)).await.unwrap();
+    let rows = ok(a.rows("alice".into())).await;
+    let ids: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    // A value without a usable `savedAt` sorts first (§3 order of stored values).
+    assert_eq!(ids, vec!["bad", "good"], "alice's values only, the undecodable one included: {rows}");
+    assert_eq!(rows[0]["undecodable"], true);
+    let m = ok(a.metrics("alice".into())).await;
+    assert_eq!((m["total"].clone(), m["undecodable"].clone()), (json!(1), json!(1)));
+    let all = ok(a.metrics(JsValue::UNDEFINED)).await;
+    assert_eq!((all["total"].clone(), all["undecodable"].clone()), (json!(2), json!(2)));
+}
+
+#[wasm_bindgen_test]
+async fn an_owners_rows_and_metrics_are_read_through_its_index_undecodable_values_included() {
+    let db = db_name("owner-index");
+    let a = open(&db, "tab-a").await;
+    assert_owner_reads(&db, &a).await;
+}
+
+#[wasm_bindgen_test]
+async fn without_the_owner_index_a_newer_schema_is_read_whole_and_still_filtered() {
+    // A newer version upgraded the database to version 10 and has no `byOwner` index.
+    let db = db_name("no-owner-index");
+    let script = "return new Promise((ok, err) => { const r = indexedDB.open(name, 10);
+        r.onupgradeneeded = () => {
+            const s = r.result.createObjectStore('outbox', { keyPath: 'id' });
+            s.createIndex('byOwnerTarget', ['owner', 'target']);
+            s.createIndex('byOwnerSavedAt', ['owner', 'savedAt']);
+        };
+        r.onsuccess = () => { r.result.close(); ok(); }; r.onerror = () => err(r.error); });";
+    let made: Promise = js("name", script).call1(&JsValue::NULL, &db.as_str().into()).unwrap().unchecked_into();
+    settle(made).await.unwrap();
+    let a = open(&db, "tab-a").await;
+    assert_owner_reads(&db, &a).await;
+}
+
 #[wasm_bindgen_test]
 async fn bad_arguments_give_coded_errors_and_write_nothing() {
     let db = db_name("badargs");
@@ -315,7 +361,7 @@ async fn opening_upgrades_an_earlier_schema_without_losing_rows() {
             const names = [...r.result.transaction('outbox').objectStore('outbox').indexNames]; r.result.close(); ok(names.join(',')); }}; }});"
     );
     let names = settle(Function::new_no_args(&script).call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
-    assert_eq!(names.as_string().unwrap(), "byOwnerSavedAt,byOwnerTarget,legacyIndex");
+    assert_eq!(names.as_string().unwrap(), "byOwner,byOwnerSavedAt,byOwnerTarget,legacyIndex");
 }
 
 #[wasm_bindgen_test]

@@ -131,11 +131,12 @@ async fn an_open_that_succeeds_after_we_gave_up_is_closed() {
     let older = hold_open(&db, 1).await;
     // Another tab's upgrade to our version, blocked by the older tab: ours queues behind it
     // and gets no `blocked` event of its own.
-    let script = "const r = indexedDB.open(name, 2);
+    let script = "const r = indexedDB.open(name, 3);
         r.onupgradeneeded = () => {
             const s = r.transaction.objectStore('outbox');
             s.createIndex('byOwnerTarget', ['owner', 'target']);
             s.createIndex('byOwnerSavedAt', ['owner', 'savedAt']);
+            s.createIndex('byOwner', 'owner');
         };
         return new Promise((ok, err) => { r.onsuccess = () => { r.result.close(); ok(); }; r.onerror = () => err(r.error); });";
     let other = js("name", script, &[db.as_str().into()]);
@@ -145,7 +146,7 @@ async fn an_open_that_succeeds_after_we_gave_up_is_closed() {
     // the same version. Its connection must be closed at once.
     js("db", "db.close();", &[older]);
     done(other).await.expect("the other tab's upgrade completes");
-    assert_eq!(upgrade_from_another_tab(&db, 3).await.as_deref(), Ok("upgraded"));
+    assert_eq!(upgrade_from_another_tab(&db, 4).await.as_deref(), Ok("upgraded"));
 }
 
 #[wasm_bindgen_test]

@@ -21,11 +21,15 @@ pub const STORE: &str = "outbox";
 pub const BY_OWNER_TARGET: &str = "byOwnerTarget";
 /// Index on `[owner, savedAt]`: one owner's queue in send order.
 pub const BY_OWNER_SAVED_AT: &str = "byOwnerSavedAt";
-/// Schema version this library creates.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Index on `owner` alone: every value of one owner, also one whose `savedAt` is not a
+/// valid key (undecodable), for `rows(owner)` and `metrics(owner)` without a full scan.
+pub const BY_OWNER: &str = "byOwner";
+/// Schema version this library creates (1: the store; 2: the two compound indexes;
+/// 3: `byOwner`).
+pub const SCHEMA_VERSION: u32 = 3;
 
-const INDEXES: [(&str, [&str; 2]); 2] =
-    [(BY_OWNER_TARGET, ["owner", "target"]), (BY_OWNER_SAVED_AT, ["owner", "savedAt"])];
+const INDEXES: [(&str, &[&str]); 3] =
+    [(BY_OWNER_TARGET, &["owner", "target"]), (BY_OWNER_SAVED_AT, &["owner", "savedAt"]), (BY_OWNER, &["owner"])];
 
 fn factory() -> Result<IdbFactory> {
     let global = js_sys::global();
@@ -46,7 +50,12 @@ fn upgrade(db: &IdbDatabase, tx: &IdbTransaction) -> std::result::Result<(), JsV
     };
     let names = store.index_names();
     for (name, path) in INDEXES {
-        if !names.contains(name) {
+        if names.contains(name) {
+            continue;
+        }
+        if let [single] = path {
+            store.create_index_with_str(name, single)?;
+        } else {
             let path: Array = path.iter().map(|p| JsValue::from_str(p)).collect();
             store.create_index_with_str_sequence(name, &path)?;
         }

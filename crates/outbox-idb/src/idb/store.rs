@@ -4,7 +4,7 @@
 
 use super::connection::Connection;
 use super::request::{completion, request};
-use super::schema::{BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
+use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
 use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
@@ -112,6 +112,25 @@ impl Store {
         let range = IdbKeyRange::bound(&lower, &upper).map_err(|e| OutboxError::storage("key range", &e))?;
         let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
         let req = index.get_all_with_key(&range).map_err(|e| OutboxError::storage("read", &e))?;
+        values(request(&req).await.map_err(|e| OutboxError::storage("read", &e))?)
+    }
+
+    /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
+    /// database a newer version upgraded without that index is read whole. Callers still
+    /// filter by owner.
+    ///
+    /// # Errors
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
+    pub async fn read_owner_values(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
+        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
+        let store = object_store(&tx)?;
+        let req = if store.index_names().contains(BY_OWNER) {
+            let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
+            index.get_all_with_key(&owner.into())
+        } else {
+            store.get_all()
+        }
+        .map_err(|e| OutboxError::storage("read", &e))?;
         values(request(&req).await.map_err(|e| OutboxError::storage("read", &e))?)
     }
 
