@@ -1,7 +1,8 @@
 import { defineConfig } from "@playwright/test";
+import base from "../../playwright.config";
 
 // The consumer app's production build (dist/, made by run.sh from the packed tarball),
-// served by `vite preview` on loopback. Debian's Chromium, as in the main suite.
+// served by `vite preview` on loopback. Debian's Chromium with the main suite's flags.
 const PORT = Number(process.env.CONSUMER_PORT ?? 8796);
 
 export default defineConfig({
@@ -13,16 +14,7 @@ export default defineConfig({
   retries: 0,
   reporter: [["list"]],
   outputDir: "../../test-results/consumer",
-  use: {
-    baseURL: `http://127.0.0.1:${PORT}`,
-    launchOptions: {
-      executablePath: "/usr/bin/chromium",
-      args: [
-        "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-      ],
-    },
-  },
+  use: { baseURL: `http://127.0.0.1:${PORT}`, launchOptions: base.use?.launchOptions },
   webServer: {
     command: `node ../../node_modules/vite/bin/vite.js preview --host 127.0.0.1 --port ${PORT} --strictPort`,
     cwd: ".",

@@ -168,6 +168,13 @@ fn entity_ok(entity: &str) -> Result<(), Response> {
     }
 }
 
+/// The parts of a request on an existing record: its numeric id, the JSON body and the
+/// base revision (`If-Match`).
+fn record_request(id: &str, bytes: &Bytes, headers: &HeaderMap) -> Result<(i64, Value, Option<i64>), Response> {
+    let Ok(num) = id.parse::<i64>() else { return Err(error(404, "NOT_FOUND", "no such record")) };
+    Ok((num, parse_body(bytes)?, if_match(headers)?))
+}
+
 async fn create(
     State(g): State<Arc<Gate>>,
     Path(entity): Path<String>,
@@ -196,10 +203,9 @@ async fn change(
     if let Err(r) = entity_ok(&entity) {
         return r;
     }
-    let Ok(num) = id.parse::<i64>() else { return error(404, "NOT_FOUND", "no such record") };
-    let (body, revision) = match (parse_body(&bytes), if_match(&headers)) {
-        (Ok(b), Ok(r)) => (b, r),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (num, body, revision) = match record_request(&id, &bytes, &headers) {
+        Ok(parts) => parts,
+        Err(r) => return r,
     };
     let path = format!("/api/records/{entity}/{id}");
     let op = if method == Method::DELETE {
@@ -226,10 +232,9 @@ async fn append(
     if !APPENDABLE.contains(&field.as_str()) {
         return error(404, "NOT_FOUND", "no such list");
     }
-    let Ok(num) = id.parse::<i64>() else { return error(404, "NOT_FOUND", "no such record") };
-    let (item, revision) = match (parse_body(&bytes), if_match(&headers)) {
-        (Ok(b), Ok(r)) => (b, r),
-        (Err(r), _) | (_, Err(r)) => return r,
+    let (num, item, revision) = match record_request(&id, &bytes, &headers) {
+        Ok(parts) => parts,
+        Err(r) => return r,
     };
     let path = format!("/api/records/{entity}/{id}/{field}");
     let op = DomainOp::Append { entity, id: num, revision, field, item: item.clone() };
