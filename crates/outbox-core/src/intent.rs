@@ -1,10 +1,11 @@
 //! Intent rows (SPEC §7): converting an edit of a not-yet-created record into the real
 //! request once the create's receipt is known, or quarantining it.
 
+use crate::accounts::in_scope;
 use crate::ack::claim_is_mine;
 use crate::codec::{decode, encode, refingerprint};
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{find_stored, is_revision, Row, RowState, Ticket, PENDING_PREFIX};
+use crate::row::{chain_order, find_stored, is_revision, Row, RowState, Ticket, PENDING_PREFIX};
 use crate::time::Millis;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,15 +97,40 @@ pub fn plan_convert(
         scopes.push(Scope::Id(create_id.to_owned()));
         expected.push(raw.clone());
     }
-    Ok(ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&converted(&intent, prepared))] })
+    let mut row = converted(&intent, prepared);
+    // §7/§8: the real request joins its record's scope, where rows may already wait (an
+    // edit converted earlier and deferred, or one made with the server id by a tab that
+    // had the receipt). It goes after them, never past them: it waits for the scope's last
+    // row in chain order. With nothing there it keeps waiting for its create.
+    let target = Scope::target(&intent.owner, &prepared.target);
+    let in_target: Vec<&Value> = in_scope(&target, current).into_iter().filter(|raw| !expected.contains(raw)).collect();
+    let waiting = in_target
+        .iter()
+        .filter_map(|raw| decode(raw).ok())
+        .filter(|r| r.successor_of.as_deref() != Some(intent.id.as_str()))
+        .collect();
+    if let Some(last) = chain_order(waiting, |r| r).last() {
+        row.successor_of = Some(last.id.clone());
+    }
+    scopes.push(target);
+    expected.extend(in_target.into_iter().cloned());
+    Ok(ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)] })
 }
 
-/// The scopes a conversion re-reads: the intent and, if given, its create row.
+/// The scopes a conversion re-reads: the intent, its create row if given, and the scope of
+/// the record the prepared request targets.
 #[must_use]
-pub fn convert_scopes(intent_id: &str, create_id: Option<&str>) -> Vec<Scope> {
-    let mut s = vec![Scope::Id(intent_id.to_owned())];
+pub fn convert_scopes(intent: &Row, create_id: Option<&str>, prepared: &Prepared) -> Vec<Scope> {
+    let mut s = vec![Scope::Id(intent.id.clone())];
     s.extend(create_id.map(|c| Scope::Id(c.to_owned())));
+    s.push(Scope::target(&intent.owner, &prepared.target));
     s
+}
+
+/// The scope a quarantine re-reads: the intent alone.
+#[must_use]
+pub fn block_scopes(intent: &Row) -> Vec<Scope> {
+    vec![Scope::Id(intent.id.clone())]
 }
 
 /// Plans quarantining `intent` with `code` (kept as it is otherwise). `None` when it

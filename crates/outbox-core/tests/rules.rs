@@ -401,3 +401,60 @@ fn purge_owner_removes_that_owners_rows_only_and_keeps_undecodable_ones() {
     assert_eq!(left.len(), 2);
     assert!(left.contains(&bob.id) && left.contains(&"bad".to_owned()));
 }
+
+#[test]
+fn s8_an_intent_converted_later_never_overtakes_an_earlier_edit_waiting_in_its_records_scope() {
+    // Found by the soak: U1, an edit of the pending record, is converted when the create's
+    // receipt arrives, then deferred (503, Retry-After 60 s). U2, made through the pending
+    // target after the create row is gone, is converted from the looked-up receipt. It
+    // must wait behind U1 in the record's scope, not go first because the create it named
+    // has vanished (§8: a record's rows go out one at a time, in order).
+    let mut w = World::new(1);
+    let c = w.enqueue(A, create("alice", json!({"w": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let u1 = w.enqueue(A, update("alice", &c.target, json!({"w": 2}))).row.unwrap();
+    w.deliver(A, 0);
+    let u1_id = u1.id.clone();
+    let rep = w.drain(A, &mut |s, op| {
+        if op.id == u1_id {
+            Outcome::Transient { code: Some("HTTP_503".into()), retry_after_ms: Some(60_000) }
+        } else {
+            s.handle(op)
+        }
+    });
+    assert_eq!((rep.converted, rep.deferred), (1, 1));
+    let u2 = w.enqueue(A, update("alice", &c.target, json!({"w": 3}))).row.unwrap();
+    assert_eq!(u2.successor_of.as_deref(), Some(c.id.as_str()), "an intent of the vanished create");
+    w.advance(A, 10_000);
+    let rep = w.flush(A, "alice");
+    assert_eq!(rep.converted, 1, "U2 converted from the looked-up receipt");
+    let converted = w.row(&u2.id).unwrap();
+    assert_eq!(converted.successor_of.as_deref(), Some(u1.id.as_str()), "it waits for U1: {converted}");
+    assert_eq!(w.server.applied, vec![c.id.clone()], "nothing overtook U1 while it waits for its Retry-After");
+    w.advance(A, 3_600_000);
+    w.flush(A, "alice");
+    w.flush(A, "alice");
+    assert!(w.store.is_empty(), "{:?}", w.store.all().collect::<Vec<_>>());
+    assert_eq!(w.server.applied[..2], [c.id.clone(), u1.id.clone()], "U1 first");
+    let target = w.server.receipt_of(&c.id).unwrap()["serverId"].as_str().unwrap().to_owned();
+    assert_eq!(w.server.records[&target].body, json!({"w": 3}), "the user's last write stays");
+}
+
+#[test]
+fn s7_a_converted_intent_waits_for_a_row_a_tab_queued_with_the_server_id() {
+    // Another tab had the receipt and edited the record by its server id; this tab's intent
+    // of the pending target is converted afterwards and goes after that edit.
+    let mut w = World::new(2);
+    let c = w.enqueue(A, create("alice", json!({"w": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let intent = w.enqueue(A, update("alice", &c.target, json!({"w": 2}))).row.unwrap();
+    let server_id = w.server.receipt_of(&c.id).unwrap()["serverId"].as_str().unwrap().to_owned();
+    let direct = w.enqueue(1, update("alice", &server_id, json!({"w": 3}))).row.unwrap();
+    w.deliver(A, 0);
+    w.drain(A, &mut |_, op| Outcome::Transient { code: Some(format!("held {}", op.id)), retry_after_ms: Some(60_000) });
+    let converted = w.row(&intent.id).unwrap();
+    assert_eq!(converted.target, server_id);
+    assert_eq!(converted.successor_of.as_deref(), Some(direct.id.as_str()), "{converted}");
+}

@@ -5,10 +5,11 @@ use super::batch::ClaimBatch;
 use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
 use crate::intent::{
-    convert_scopes, plan_block_intent, plan_convert, Prepared, PREDECESSOR_RECEIPT_UNKNOWN, SUCCESSOR_UNPREPARED,
+    block_scopes, convert_scopes, plan_block_intent, plan_convert, Prepared, PREDECESSOR_RECEIPT_UNKNOWN,
+    SUCCESSOR_UNPREPARED,
 };
 use crate::outcome::Outcome;
-use crate::plan::{ReplaceOutcome, ReplacePlan};
+use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
 use crate::release::{plan_release, release_scopes, Unsent};
 use crate::row::{Evidence, Row, Ticket};
 use crate::time::Millis;
@@ -126,7 +127,7 @@ impl Task {
                     predecessor: Some(answer.row.clone()),
                     receipt: receipt_of(&answer.outcome),
                 }),
-                _ => write(convert_scopes(&intent.id, Some(&answer.row.id))),
+                _ => write(intent_scopes(intent, Some(&answer.row.id), action)),
             },
             Task::Orphan { intent, create, step, .. } => match step {
                 OrphanStep::Find => {
@@ -138,7 +139,7 @@ impl Task {
                     predecessor: None,
                     receipt: receipt.clone(),
                 }),
-                OrphanStep::Write(_) => write(convert_scopes(&intent.id, None)),
+                OrphanStep::Write(action) => write(intent_scopes(intent, None, action)),
             },
         }
     }
@@ -281,6 +282,14 @@ impl Task {
             Ok(Some(_)) => OrphanStep::Write(IntentAction::Block(SUCCESSOR_UNPREPARED)),
         };
         Wait::On(Task::Orphan { intent, raw, create, step })
+    }
+}
+
+/// What writing an intent's outcome re-reads: a conversion, its record's scope too.
+fn intent_scopes(intent: &Row, create_id: Option<&str>, action: &IntentAction) -> Vec<Scope> {
+    match action {
+        IntentAction::Convert(p) => convert_scopes(intent, create_id, p),
+        IntentAction::Ask | IntentAction::Block(_) => block_scopes(intent),
     }
 }
 
