@@ -101,6 +101,38 @@ async fn s3_rule4_enqueue_refuses_each_value_json_cannot_hold_naming_its_path() 
     assert_eq!(ok(a.enqueue(op)).await["state"], "queued");
 }
 
+/// A value made by `e` in a fresh same-origin iframe: another realm, with its own
+/// `Object.prototype` (as a WebDriver script's arguments have in Firefox).
+fn expr_in_iframe(e: &str) -> JsValue {
+    let script = format!(
+        "const f = document.createElement('iframe'); document.body.appendChild(f);
+         return f.contentWindow.eval({});",
+        serde_json::to_string(&format!("({e})")).unwrap()
+    );
+    js("", &script).call0(&JsValue::NULL).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn s3_rule4_plain_objects_of_another_realm_are_json() {
+    let db = db_name("realm");
+    let a = open(&db, "tab-a").await;
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("{ w: 1, list: [1, { c: 'x' }], inner: { n: null } }"));
+    let row = ok(a.enqueue(op)).await;
+    assert_eq!(row["body"], json!({"w": 1, "list": [1, {"c": "x"}], "inner": {"n": null}}));
+    // What JSON cannot hold is still refused, whichever realm made it.
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("{ at: new Date(5) }"));
+    let (code, message) = refused(a.enqueue(op)).await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(message.contains("body.at") && message.contains("Date"), "{message}");
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("new (class Point { constructor() { this.x = 1; } })()"));
+    let (code, message) = refused(a.enqueue(op)).await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(message.contains("Point"), "{message}");
+}
+
 #[wasm_bindgen_test]
 async fn a_hostile_body_does_not_poison_the_page() {
     let db = db_name("poison");
