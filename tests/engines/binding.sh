@@ -19,12 +19,14 @@ for engine in "${engines[@]}"; do
       echo "[engines] binding tests in headless Firefox ($(firefox-esr --version))"
       printf '{"moz:firefoxOptions": {"binary": "%s"}}\n' "$(command -v firefox-esr)" >"$caps/firefox.json"
       # wasm-pack adds -headless; the capabilities name Debian's binary (firefox-esr).
-      WASM_BINDGEN_TEST_WEBDRIVER_JSON="$caps/firefox.json" \
+      # geckodriver's BiDi port (default 9222) may be taken by another browser here.
+      free_port
+      GECKODRIVER_ARGS="--websocket-port $FREE_PORT" WASM_BINDGEN_TEST_WEBDRIVER_JSON="$caps/firefox.json" \
         wasm-pack test --headless --firefox --geckodriver "$(command -v geckodriver)" --mode no-install crates/outbox-idb
       ;;
     webkit)
       echo "[engines] binding tests in WebKitGTK $(dpkg-query -W -f '${Version}' libwebkit2gtk-4.1-0) (MiniBrowser under Xvfb)"
-      port="${WEBKIT_DRIVER_PORT:-8795}"
+      free_port; port="$FREE_PORT"
       (
         start_webkit_driver "$port"
         printf '{"webkitgtk:browserOptions": {"binary": "%s", "args": ["--automation"]}}\n' "$(minibrowser)" >"$caps/webkit.json"
