@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the project needs, skipping whatever is already present at the right
-# version. Safe to run again and again; needs no input. Usage: scripts/setup.sh [rust|browser|all]
+# version. Safe to run again and again; needs no input.
+# Usage: scripts/setup.sh [rust|browser|all|engines]
+#   engines: the other two browser engines (Firefox ESR + geckodriver, WebKitGTK's
+#   WebKitWebDriver + MiniBrowser under Xvfb), for tests/engines/.
 set -euo pipefail
 want="${1:-all}"
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 WASM_PACK_VERSION=0.15.1
 WASM_BINDGEN_VERSION=0.2.130
+GECKODRIVER_VERSION=0.37.1
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -16,12 +20,32 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 [ "$want" = rust ] && exit 0
 
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  log "installing Debian chromium + chromium-driver"
+apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+  $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+if [ "$want" = engines ]; then
+  # Debian's packages, never a downloaded browser: the npm geckodriver package and
+  # Playwright's own Firefox/WebKit builds download binaries at install.
+  if ! command -v firefox-esr >/dev/null || ! command -v WebKitWebDriver >/dev/null \
+    || ! command -v xvfb-run >/dev/null || ! command -v xauth >/dev/null; then
+    log "installing Debian firefox-esr, webkit2gtk-driver, xvfb (about 1 minute)"
+    apt_install firefox-esr webkit2gtk-driver xvfb xauth
+  fi
+  if ! geckodriver --version 2>/dev/null | grep -q "$GECKODRIVER_VERSION"; then
+    log "installing geckodriver $GECKODRIVER_VERSION (about 3 minutes)"
+    cargo install --locked geckodriver --version "$GECKODRIVER_VERSION"
+  fi
+  log "engines ready: $(firefox-esr --version), geckodriver $GECKODRIVER_VERSION, WebKitGTK $(dpkg-query -W -f '${Version}' libwebkit2gtk-4.1-0)"
+  exit 0
+fi
+
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  log "installing Debian chromium + chromium-driver"
+  apt_install chromium chromium-driver
 fi
 
 if ! wasm-pack --version 2>/dev/null | grep -q "$WASM_PACK_VERSION"; then

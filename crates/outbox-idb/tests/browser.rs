@@ -424,3 +424,49 @@ fn web_sys_headers(pairs: &[(&str, &str)]) -> JsValue {
     }
     h
 }
+
+/// An engine older than the `durability` option (Safari before it, older Firefox):
+/// `transaction()` takes only (stores, mode) and its transactions have no `durability`.
+/// Strict writes then commit with the engine's default flush: no exception, and claims and
+/// answers work as anywhere (they rest on the transaction being all or nothing).
+#[wasm_bindgen_test]
+async fn an_engine_without_durability_commits_with_its_default() {
+    let db = db_name("no-durability");
+    let engine = js(
+        "db",
+        "const orig = IDBDatabase.prototype.transaction;
+        const desc = Object.getOwnPropertyDescriptor(IDBTransaction.prototype, 'durability');
+        const offered = [];
+        IDBDatabase.prototype.transaction = function (stores, mode) {
+            if (this.name === db) offered.push(arguments.length > 2);
+            return orig.call(this, stores, mode);
+        };
+        if (desc) delete IDBTransaction.prototype.durability;
+        return {offered, restore: () => {
+            IDBDatabase.prototype.transaction = orig;
+            if (desc) Object.defineProperty(IDBTransaction.prototype, 'durability', desc);
+        }};",
+    )
+    .call1(&JsValue::NULL, &db.as_str().into())
+    .unwrap();
+    let a = Outbox::open_with(options(&db, "tab-a")).await;
+    let outcome = match &a {
+        Ok(a) => {
+            let row =
+                settle(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}}))))
+                    .await;
+            let rep = settle(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
+            let left = settle(a.rows("alice".into())).await;
+            Ok((row, rep, left))
+        }
+        Err(e) => Err(e.clone()),
+    };
+    js("e", "e.restore();").call1(&JsValue::NULL, &engine).unwrap();
+    let (row, rep, left) = outcome.expect("opens");
+    assert_eq!(from_js(&row.expect("enqueue commits"), "row").unwrap()["state"], "queued");
+    let rep = from_js(&rep.expect("flush runs"), "report").unwrap();
+    assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(1), json!(1)));
+    assert_eq!(left.expect("rows").unchecked_into::<js_sys::Array>().length(), 0);
+    let offered = from_js(&get(&engine, "offered"), "offered").unwrap();
+    assert!(offered.as_array().unwrap().contains(&json!(true)), "strict was asked for: {offered}");
+}

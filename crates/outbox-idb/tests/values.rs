@@ -101,6 +101,38 @@ async fn s3_rule4_enqueue_refuses_each_value_json_cannot_hold_naming_its_path() 
     assert_eq!(ok(a.enqueue(op)).await["state"], "queued");
 }
 
+/// A value made by `e` in a fresh same-origin iframe: another realm, with its own
+/// `Object.prototype` (as a WebDriver script's arguments have in Firefox).
+fn expr_in_iframe(e: &str) -> JsValue {
+    let script = format!(
+        "const f = document.createElement('iframe'); document.body.appendChild(f);
+         return f.contentWindow.eval({});",
+        serde_json::to_string(&format!("({e})")).unwrap()
+    );
+    js("", &script).call0(&JsValue::NULL).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn s3_rule4_plain_objects_of_another_realm_are_json() {
+    let db = db_name("realm");
+    let a = open(&db, "tab-a").await;
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("{ w: 1, list: [1, { c: 'x' }], inner: { n: null } }"));
+    let row = ok(a.enqueue(op)).await;
+    assert_eq!(row["body"], json!({"w": 1, "list": [1, {"c": "x"}], "inner": {"n": null}}));
+    // What JSON cannot hold is still refused, whichever realm made it.
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("{ at: new Date(5) }"));
+    let (code, message) = refused(a.enqueue(op)).await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(message.contains("body.at") && message.contains("Date"), "{message}");
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr_in_iframe("new (class Point { constructor() { this.x = 1; } })()"));
+    let (code, message) = refused(a.enqueue(op)).await;
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(message.contains("Point"), "{message}");
+}
+
 #[wasm_bindgen_test]
 async fn a_hostile_body_does_not_poison_the_page() {
     let db = db_name("poison");
@@ -251,26 +283,51 @@ fn classify_http_refuses_a_body_json_cannot_hold() {
 
 /// A row as another writer stored it: known fields are JSON, unknown ones hold a Date, a
 /// Blob and a nested object with a Date.
-fn foreign_row(id: &str) -> JsValue {
+fn foreign_row(id: &str, blobs: bool) -> JsValue {
     let row = obj(json!({"id": id, "owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1},
                          "savedAt": T0 as i64 - 1_000, "state": "queued", "meta": {"n": 1}}));
     set(&row, "at", &expr("new Date(1234567)"));
-    set(&row, "file", &expr("new Blob(['hello'], { type: 'text/plain' })"));
+    if blobs {
+        set(&row, "file", &expr("new Blob(['hello'], { type: 'text/plain' })"));
+    }
     set(&get(&row, "meta"), "when", &expr("new Date(7654321)"));
     set(&row, "bytes", &expr("new Uint8Array([1, 2, 3])"));
     set(&row, "tags", &expr("new Set(['a'])"));
     row
 }
 
+/// Whether this engine's IndexedDB stores a `Blob` at all. WebKit refuses one in the
+/// ephemeral session WebDriver gives it ("Error preparing Blob/File data to be stored"):
+/// other code cannot have stored one there, so its rows carry no Blob. Every other engine
+/// must store it, so the Blob case is never dropped silently elsewhere.
+async fn blobs_storable() -> bool {
+    let script = "return new Promise((ok) => { const r = indexedDB.open(name);
+        r.onupgradeneeded = () => r.result.createObjectStore('s');
+        r.onsuccess = () => { const tx = r.result.transaction('s', 'readwrite'); tx.objectStore('s').put(new Blob(['x']), 1);
+          tx.oncomplete = () => { r.result.close(); ok(true); }; tx.onabort = () => { r.result.close(); ok(false); }; }; });";
+    let name = db_name("blob-probe");
+    let stored =
+        settle(js("name", script).call1(&JsValue::NULL, &name.into()).unwrap().unchecked_into()).await.unwrap();
+    let ua = js("", "return navigator.userAgent;").call0(&JsValue::NULL).unwrap().as_string().unwrap();
+    let webkit = ua.contains("AppleWebKit") && !ua.contains("Chrome");
+    assert!(stored.is_truthy() || webkit, "only WebKit may refuse a Blob: {ua}");
+    stored.is_truthy()
+}
+
 /// The unknown fields of `foreign_row` are still what they were, as values, not JSON.
-fn assert_foreign_fields_kept(row: &JsValue) {
+fn assert_foreign_fields_kept(row: &JsValue, blobs: bool) {
     let at = get(row, "at");
     assert!(at.is_instance_of::<js_sys::Date>(), "`at` is still a Date: {at:?}");
     assert_eq!(at.unchecked_ref::<js_sys::Date>().get_time(), 1_234_567.0);
-    let file = get(row, "file");
-    let tag = js("v", "return Object.prototype.toString.call(v);").call1(&JsValue::NULL, &file).unwrap();
-    assert_eq!(tag.as_string().as_deref(), Some("[object Blob]"), "`file` is still a Blob");
-    assert_eq!((get(&file, "size").as_f64(), get(&file, "type").as_string()), (Some(5.0), Some("text/plain".into())));
+    if blobs {
+        let file = get(row, "file");
+        let tag = js("v", "return Object.prototype.toString.call(v);").call1(&JsValue::NULL, &file).unwrap();
+        assert_eq!(tag.as_string().as_deref(), Some("[object Blob]"), "`file` is still a Blob");
+        assert_eq!(
+            (get(&file, "size").as_f64(), get(&file, "type").as_string()),
+            (Some(5.0), Some("text/plain".into()))
+        );
+    }
     let when = get(&get(row, "meta"), "when");
     assert!(when.is_instance_of::<js_sys::Date>(), "`meta.when` is still a Date");
     assert_eq!(when.unchecked_ref::<js_sys::Date>().get_time(), 7_654_321.0);
@@ -285,45 +342,47 @@ fn assert_foreign_fields_kept(row: &JsValue) {
 async fn s3_rule2_unknown_fields_holding_dates_and_blobs_survive_claim_and_answer() {
     let db = db_name("foreign-ack");
     let a = open(&db, "tab-a").await;
-    raw_put(&db, &foreign_row("f1")).await;
+    let blobs = blobs_storable().await;
+    raw_put(&db, &foreign_row("f1", blobs)).await;
     let ticket = ok(a.claim("alice".into(), "f1".into())).await;
     assert_eq!(ticket["fence"], 1, "the row decodes and is claimed");
     let claimed = raw_get(&db, "f1").await;
     assert_eq!(get(&claimed, "state").as_string().as_deref(), Some("sending"));
-    assert_foreign_fields_kept(&claimed);
+    assert_foreign_fields_kept(&claimed, blobs);
     let transient = obj(json!({"type": "transient", "code": "HTTP_503"}));
     assert_eq!(ok(a.ack("alice".into(), "f1".into(), obj(ticket), transient, JsValue::UNDEFINED)).await, "applied");
     let answered = raw_get(&db, "f1").await;
     assert_eq!(get(&answered, "state").as_string().as_deref(), Some("queued"));
-    assert_foreign_fields_kept(&answered);
+    assert_foreign_fields_kept(&answered, blobs);
     // `rows` hands them to the app as they are stored.
     let rows: Array = settle(a.rows("alice".into())).await.unwrap().unchecked_into();
-    assert_foreign_fields_kept(&rows.get(0));
+    assert_foreign_fields_kept(&rows.get(0), blobs);
 }
 
 #[wasm_bindgen_test]
 async fn s3_rule2_unknown_fields_survive_a_flush_and_a_reissue() {
     let db = db_name("foreign-flush");
     let a = open(&db, "tab-a").await;
-    raw_put(&db, &foreign_row("f1")).await;
+    let blobs = blobs_storable().await;
+    raw_put(&db, &foreign_row("f1", blobs)).await;
     let rep = ok(a.flush(flush_opts("alice", "return {type: 'transient', code: 'HTTP_503'};"))).await;
     assert_eq!(rep["claimed"], 1);
     let row = raw_get(&db, "f1").await;
     assert_eq!(get(&get(&row, "evidence"), "lastErrorCode").as_string().as_deref(), Some("HTTP_503"));
-    assert_foreign_fields_kept(&row);
+    assert_foreign_fields_kept(&row, blobs);
     // Blocked, then re-issued under a new id (SPEC §7 keeps unknown fields).
     let later = options(&db, "tab-b");
     set(&later, "now", &js_fn("", &format!("return {};", T0 + 600_000.0)));
     let b = Outbox::open_with(later).await.unwrap();
     let rep = ok(b.flush(flush_opts("alice", "return {type: 'permanent', code: 'INVALID'};"))).await;
     assert_eq!(rep["blocked"], 1);
-    assert_foreign_fields_kept(&raw_get(&db, "f1").await);
+    assert_foreign_fields_kept(&raw_get(&db, "f1").await, blobs);
     assert_eq!(ok(b.retry_blocked("alice".into(), "f1".into(), JsValue::UNDEFINED)).await, true);
     let all = raw_all(&db).await;
     assert_eq!(all.length(), 1);
     let fresh = all.get(0);
     assert_ne!(get(&fresh, "id").as_string().as_deref(), Some("f1"), "a new operation id");
-    assert_foreign_fields_kept(&fresh);
+    assert_foreign_fields_kept(&fresh, blobs);
 }
 
 #[wasm_bindgen_test]
@@ -384,13 +443,14 @@ async fn s3_rule3_a_known_field_json_cannot_hold_makes_the_row_undecodable_and_u
 async fn pure_functions_take_rows_as_rows_returns_them() {
     let db = db_name("foreign-pure");
     let a = open(&db, "tab-a").await;
-    raw_put(&db, &foreign_row("f1")).await;
+    let blobs = blobs_storable().await;
+    raw_put(&db, &foreign_row("f1", blobs)).await;
     let rows = settle(a.rows("alice".into())).await.unwrap();
     let picked: Array = outbox_idb::select_sendable_js(rows.clone(), "tab-a".into(), T0.into(), JsValue::UNDEFINED)
         .unwrap()
         .unchecked_into();
     assert_eq!(picked.length(), 1);
-    assert_foreign_fields_kept(&picked.get(0));
+    assert_foreign_fields_kept(&picked.get(0), blobs);
     let row = rows.unchecked_ref::<Array>().get(0);
     assert!(!outbox_idb::is_row_in_flight_js(row, T0.into(), JsValue::UNDEFINED).unwrap());
 }

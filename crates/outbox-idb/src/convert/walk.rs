@@ -331,7 +331,9 @@ impl Walker {
             _ => match is_array(v) {
                 Ok(true) => Node::Container { array: true },
                 Ok(false) => match prototype_of(v) {
-                    Ok(p) if p.is_null() || p == self.object_proto => Node::Container { array: false },
+                    Ok(p) if p.is_null() || p == self.object_proto || is_object_prototype(&p) => {
+                        Node::Container { array: false }
+                    }
                     Ok(p) => Node::Foreign(self.describe(v, &p)),
                     Err(_) => foreign("an object whose prototype cannot be read", "Unreadable".into()),
                 },
@@ -379,6 +381,18 @@ impl Walker {
         };
         Foreign { what, marker }
     }
+}
+
+/// Whether `p` is the `Object.prototype` of another realm (a same-origin iframe or window,
+/// a WebDriver sandbox): a plain object made there is JSON as much as one made here (§3
+/// rule 4). Such a prototype has no prototype and is its constructor's `prototype`.
+fn is_object_prototype(p: &JsValue) -> bool {
+    let top = prototype_of(p).is_ok_and(|pp| pp.is_null());
+    top && Reflect::get(p, &"constructor".into())
+        .ok()
+        .filter(JsValue::is_function)
+        .and_then(|c| Reflect::get(&c, &"prototype".into()).ok())
+        .is_some_and(|cp| cp == *p)
 }
 
 fn reserved_key(digest: &str) -> Foreign {
