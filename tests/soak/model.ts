@@ -42,6 +42,8 @@ interface Op {
   id: string | null;
   w: number;
   result: "own" | "merged-into-create" | "cancelled";
+  /** What the library returned, and when (for the history of a failing record). */
+  note?: string;
 }
 
 const token = (owner: string) => ({ Authorization: `Bearer ${owner}.soak-checker` });
@@ -60,12 +62,40 @@ export class Model {
   private retriesByW = new Map<number, Op>();
   private byServerId = new Map<string, Rec>();
   private w = 0;
+  /** Edits of `pending:` that still met an empty scope (the create finished in between). */
+  vanishedIntents = 0;
+  differingRecs: Array<[string, string]> = [];
   staleAnswers = 0;
   staleProbes = 0;
   staleChanged = 0;
   unexpected: string[] = [];
 
+  private noted = new Set<string>();
+
   constructor(readonly owners: string[]) {}
+
+  private note(text: string, id: string) {
+    if (this.noted.has(id)) return;
+    this.noted.add(id);
+    this.unexpected.push(text);
+  }
+
+  /** Everything the user did to the record behind `target`, and what the gate applied to it. */
+  async history(api: APIRequestContext, target: string, owner: string): Promise<string[]> {
+    let rec = this.recs.find((r) => r.owner === owner && (r.serverId === target || r.pending === target));
+    for (const r of this.recs) {
+      if (rec) break;
+      if (r.owner === owner && !r.serverId && (await this.lookup(r)) === target) rec = r;
+    }
+    const out: string[] = [];
+    if (!rec) return [`no record of the user has target ${target}`];
+    out.push(`record ${rec.key}: create ${rec.createId} ${rec.pending} → ${rec.serverId ?? "?"}, alive ${rec.alive}, last write ${JSON.stringify(rec.desired)}`);
+    for (const op of this.ops.filter((o) => o.rec === rec.key)) out.push(`op ${op.kind} ${op.id ?? "-"} ${op.result}: ${op.note ?? ""}`);
+    const all: any[] = await (await api.get("/api/effects")).json();
+    const sid = rec.serverId ?? (await this.lookup(rec));
+    for (const e of all.filter((e) => e.actor === owner && e.target === sid)) out.push(`effect ${e.kind} ${e.opId} ×${e.count}`);
+    return out;
+  }
 
   // ---- page reports ------------------------------------------------------------------------
   sent(ev: { id: string; w?: number }) {
@@ -129,20 +159,10 @@ export class Model {
     return res.status() === 200 ? ((await res.json()).serverId as string) : null;
   }
 
-  /**
-   * The target the app edits: `pending:` until the outbox holds nothing of that target any
-   * more and the create's receipt is known, then the server id for good. (Edits of one
-   * record under two targets at once would be two scopes the library cannot order.)
-   */
-  private async target(rec: Rec, page: Page): Promise<string> {
-    if (rec.serverId) return rec.serverId;
-    const rows: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), rec.owner);
-    if (rows.some((r) => r.target === rec.pending)) return rec.pending;
-    const sid = await this.lookup(rec);
-    if (!sid) return rec.pending;
+  /** The server id, once known, for good. */
+  private adopt(rec: Rec, sid: string) {
     rec.serverId = sid;
     this.byServerId.set(sid, rec);
-    return sid;
   }
 
   /** One app-like edit: a create, an update (of a record still `pending:` too) or a delete. */
@@ -153,15 +173,29 @@ export class Model {
     const rec = live < 4 || r < 0.25 ? null : this.pick(owner, draw);
     if (!rec) return this.create(page, draw, owner);
     const kind = r < 0.87 ? "update" : "delete";
-    const useReceipt = draw() < 0.6;
     const invalidDraw = draw();
     const fieldsDraw = draw();
     await this.withLock(rec, async () => {
-      const target = useReceipt ? await this.target(rec, page) : (rec.serverId ?? rec.pending);
-      const invalid = kind === "update" && rec.entity === "workout" && !target.startsWith("pending:") && invalidDraw < 0.06;
+      // The app edits through `pending:` while the outbox holds rows of it, then through the
+      // server id for good (one record, one scope at a time).
+      let target = rec.serverId ?? rec.pending;
+      const invalid = kind === "update" && rec.entity === "workout" && rec.serverId !== null && invalidDraw < 0.06;
       const body = kind === "delete" ? null : this.fields(rec.entity, () => fieldsDraw, invalid);
       const w = body ? (body.w as number) : ++this.w;
-      const { row, before, after } = await this.enqueue(page, { owner, kind, target, body });
+      let done: { row: any; before: string[]; after: string[]; vanished?: boolean } | null = null;
+      if (!rec.serverId) {
+        done = await page.evaluate((op) => (window as any).soak.enqueueEdit(op), { owner, kind, target, body });
+        if (done!.vanished) {
+          const sid = await this.lookup(rec);
+          if (sid) this.adopt(rec, sid);
+          target = sid ?? rec.pending;
+          done = null;
+        } else if (done!.before.length === 0) {
+          this.vanishedIntents++;
+        }
+      }
+      done ??= await this.enqueue(page, { owner, kind, target, body });
+      const { row, before, after } = done;
       const op: Op = { kind, owner, rec: rec.key, id: null, w, result: "own" };
       if (row === null) {
         op.result = "cancelled";
@@ -172,6 +206,9 @@ export class Model {
         this.own(op, row.id);
       }
       for (const id of before) if (!after.includes(id)) this.replaced.add(id);
+      const tab = await page.evaluate(() => (window as any).soak.tabId).catch(() => "?");
+      op.note = `${tab} ${kind} ${target} w=${w}${invalid ? " (invalid)" : ""} → ${row ? `${row.id} ${row.kind} successorOf=${row.successorOf ?? "-"} savedAt=${row.savedAt}` : "null"}; ` +
+        `scope before [${before.join(",")}] after [${after.join(",")}] at ${Date.now()}`;
       this.ops.push(op);
       if (kind === "delete") rec.alive = false;
       else if (!invalid) rec.desired = { ...rec.desired, ...body };
@@ -188,14 +225,20 @@ export class Model {
       const rows: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
       for (const row of rows.filter((x) => x.state === "blocked")) {
         if (row.blockedCode === "STALE_PROBE") {
-          this.staleChanged++;
-          this.unexpected.push(`row ${row.id} blocked by a stale answer`);
+          if (!this.noted.has(row.id)) this.staleChanged++;
+          this.note(`row ${row.id} blocked by a stale answer`, row.id);
         } else if (row.blockedCode !== "INVALID") {
-          this.unexpected.push(`row ${row.id} (${row.kind} ${row.target}) blocked with ${row.blockedCode}`);
+          this.note(`row ${row.id} (${row.kind} ${row.target}) blocked with ${row.blockedCode}`, row.id);
           continue;
         }
         const rec = this.byServerId.get(row.target);
-        if (!rec || this.locked.has(rec.key) || !rec.alive) continue;
+        if (!rec || this.locked.has(rec.key)) continue;
+        if (!rec.alive) {
+          // The record was deleted after this edit was sent: the user drops the rejected edit.
+          const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
+          if (ok) this.discarded.add(row.id);
+          continue;
+        }
         await this.withLock(rec, async () => {
           const body = this.fields(rec.entity, draw);
           if (draw() < 0.5) {
@@ -296,6 +339,7 @@ export class Model {
         const same = s && Object.keys(want).every((k) => JSON.stringify(s.body[k]) === JSON.stringify(want[k]));
         if (!same) {
           differing++;
+          this.differingRecs.push([sid ?? rec.pending, owner]);
           details.push(`record ${rec.key} (${sid ?? rec.pending}): server ${JSON.stringify(s?.body ?? null)}, last write ${JSON.stringify(want)}`);
         }
       }

@@ -237,14 +237,13 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
   // ---- faults off: drain ------------------------------------------------------------------
   faultsOn = false;
   const drainStart = Date.now();
+  let stuck: any[] = [];
   for (;;) {
     const left = await model.handleLeftovers(pages[0]);
     if (left === 0) break;
     if (Date.now() - drainStart > 60_000) {
-      const stuck = [];
       for (const o of owners) stuck.push(...(await pages[0].evaluate((o) => (window as any).soak.outbox.rows(o), o)));
-      const now = await pages[0].evaluate(() => (window as any).soak.now());
-      throw new Error(`the queues did not drain: ${left} rows left at ${now}: ${JSON.stringify(stuck)}; ${model.unexpected.join("; ")}`);
+      break;
     }
     await new Promise((ok) => setTimeout(ok, 300));
   }
@@ -257,9 +256,17 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
 
   const secs = Math.round((Date.now() - started) / 1000);
   const faultsLine = Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(", ");
+  console.log(`[soak] edits of a pending: target that met an empty scope: ${model.vanishedIntents}`);
   console.log(`[soak] faults: ${faultsLine}; tabs closed ${closes} (${closesMidRequest} with a request on the wire); ` +
     `browser SIGKILLs ${kills} (${killsMidRequest} with a request on the wire)`);
   for (const line of result.details.slice(0, 20)) console.log(`[soak] ${line}`);
+  for (const [target, owner] of model.differingRecs) {
+    for (const line of await model.history(request, target, owner)) console.log(`[soak]   ${line}`);
+  }
+  for (const row of stuck) {
+    console.log(`[soak] not drained: ${JSON.stringify(row)}`);
+    for (const line of await model.history(request, row.target, row.owner)) console.log(`[soak]   ${line}`);
+  }
   if (errors.length) console.log(`[soak] flush errors: ${errors.length}, first: ${errors[0]}`);
   console.log(
     `SOAK seed=${SEED} ops=${OPS} tabs=${PAGES}: enqueued ${result.enqueued}; merged ${result.merged}, ` +
@@ -269,6 +276,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
     `records differing from the last write ${result.differing} of ${result.records}; ` +
     `browser kills ${kills}, tabs closed ${closes}; ${secs} s`,
   );
+  expect(stuck, "rows left after the drain").toEqual([]);
   expect(result.duplicates, "duplicate effects").toBe(0);
   expect(result.lost, "lost operations").toBe(0);
   expect(result.staleChanged, "stale answers that changed a row").toBe(0);

@@ -150,6 +150,16 @@ window.soak = {
     const after = op.target ? await scope() : [];
     return { row, before, after };
   },
+  /**
+   * An edit of a record the app knows only by its `pending:` target: enqueued there while
+   * the outbox still holds rows of that target, else `{vanished: true}` and the app uses the
+   * server id from the create's receipt (see tests/e2e/soak-findings.spec.ts for why).
+   */
+  async enqueueEdit(op) {
+    const rows = await outbox.rows(op.owner);
+    if (!rows.some((r) => r.target === op.target)) return { vanished: true };
+    return window.soak.enqueue(op);
+  },
   resumeHeld: (owner) => { login(owner); return outbox.resumeHeld(owner); },
   ready: true,
 };
