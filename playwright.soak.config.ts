@@ -13,6 +13,8 @@ export default defineConfig({
   timeout: Number(process.env.SOAK_TIMEOUT_MS ?? 30 * 60_000),
   workers: 1,
   fullyParallel: false,
+  // Its own output folder (it holds the browser profile): the e2e suite empties its own.
+  outputDir: "test-results/soak",
   use: { ...base.use, baseURL: `http://127.0.0.1:${PORT}` },
   webServer: {
     command: `target/release/outbox-gate --addr 127.0.0.1:${PORT} --db :memory: --www www --pkg pkg --processing-lease-ms 5000`,

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --seed) export SOAK_SEED="$2"; shift 2 ;;
     --tabs) export SOAK_PAGES="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -11,8 +11,7 @@
 // fault, when tabs are closed and the browser is killed. Real browser and network timing
 // still decide the interleaving, so a replay runs the same schedule, not the same trace.
 import { test, expect, type BrowserContext, type Page, type Route } from "@playwright/test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { launch, killBrowser } from "./browser";
 import { Model, rng } from "./model";
@@ -29,7 +28,10 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
   test.setTimeout(Math.max(300_000, OPS * 300));
   console.log(`[soak] seed ${SEED} (replay: SOAK_SEED=${SEED} SOAK_OPS=${OPS} scripts/soak.sh)`);
   const started = Date.now();
-  const profile = mkdtempSync(join(tmpdir(), "outbox-soak-"));
+  // Under the test's output folder: Playwright empties it before each run, so a failed run
+  // leaves no profile behind for long.
+  const profile = test.info().outputPath("profile");
+  mkdirSync(profile, { recursive: true });
   const run = `s${SEED.toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const owners = [`${run}-ann`, `${run}-bob`];
   const db = `soak-${run}`;
@@ -218,8 +220,8 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
   await startBrowser();
 
   // ---- the app loops: each tab edits records of both accounts --------------------------
-  const killEvery = Math.max(50, Math.floor(OPS / 4));
-  const closeEvery = Math.max(25, Math.floor(OPS / 8));
+  const killEvery = Math.max(50, Math.min(500, Math.floor(OPS / 4)));
+  const closeEvery = Math.max(25, Math.min(200, Math.floor(OPS / 8)));
   let done = 0;
   const workers = Array.from({ length: PAGES }, (_, slot) => (async () => {
     const draw = rng(SEED + slot * 104_729);
