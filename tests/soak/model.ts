@@ -65,6 +65,7 @@ export class Model {
   /** Edits of `pending:` that still met an empty scope (the create finished in between). */
   vanishedIntents = 0;
   differingRecs: Array<[string, string]> = [];
+  lostRecs: number[] = [];
   staleAnswers = 0;
   staleProbes = 0;
   staleChanged = 0;
@@ -82,7 +83,7 @@ export class Model {
 
   /** Everything the user did to the record behind `target`, and what the gate applied to it. */
   async history(api: APIRequestContext, target: string, owner: string): Promise<string[]> {
-    let rec = this.recs.find((r) => r.owner === owner && (r.serverId === target || r.pending === target));
+    let rec = this.recs.find((r) => r.owner === owner && (r.serverId === target || r.pending === target || `#${r.key}` === target));
     for (const r of this.recs) {
       if (rec) break;
       if (r.owner === owner && !r.serverId && (await this.lookup(r)) === target) rec = r;
@@ -244,9 +245,16 @@ export class Model {
           if (draw() < 0.5) {
             const op: Op = { kind: "retry", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
             this.retriesByW.set(op.w, op);
-            const ok = await page.evaluate(([o, id, b]) => (window as any).soak.outbox.retryBlocked(o, id, b), [owner, row.id, body] as const);
+            const { ok, before, after } = await page.evaluate(async ([o, id, b, t]) => {
+              const scope = async () => ((await (window as any).soak.outbox.rows(o)) as any[]).filter((r) => r.target === t).map((r) => r.id);
+              const before = await scope();
+              const ok = await (window as any).soak.outbox.retryBlocked(o, id, b);
+              return { ok, before, after: await scope() };
+            }, [owner, row.id, body, row.target] as const);
+            for (const id of before) if (id !== row.id && !after.includes(id)) this.replaced.add(id);
             if (!ok) return;
             this.reissued.add(row.id);
+            op.note = `user retried blocked ${row.id}; scope before [${before.join(",")}] after [${after.join(",")}]`;
             this.ops.push(op);
             rec.desired = { ...rec.desired, ...body };
             const now: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
@@ -256,9 +264,11 @@ export class Model {
             const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
             if (!ok) return;
             this.discarded.add(row.id);
-            const { row: again } = await this.enqueue(page, { owner, kind: "update", target: row.target, body });
+            const { row: again, before, after } = await this.enqueue(page, { owner, kind: "update", target: row.target, body });
+            for (const id of before) if (!after.includes(id)) this.replaced.add(id);
             const op: Op = { kind: "update", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
             if (again && !this.known.has(again.id)) this.own(op, again.id);
+            op.note = `user discarded blocked ${row.id}, saved again → ${again?.id ?? "null"}; scope before [${before.join(",")}] after [${after.join(",")}]`;
             this.ops.push(op);
             rec.desired = { ...rec.desired, ...body };
           }
@@ -306,6 +316,7 @@ export class Model {
       if (op.result !== "own") continue;
       if (op.id === null) {
         lost++;
+        this.lostRecs.push(op.rec);
         details.push(`${op.kind} w=${op.w} of record ${op.rec}: its row id was never seen`);
         continue;
       }
@@ -315,6 +326,7 @@ export class Model {
       else if (this.replaced.has(op.id) || this.reissued.has(op.id)) merged++;
       else if (!this.discarded.has(op.id)) {
         lost++;
+        this.lostRecs.push(op.rec);
         details.push(`${op.kind} ${op.id} (w=${op.w}, record ${op.rec}) has no effect and was not merged, cancelled or discarded`);
       }
     }

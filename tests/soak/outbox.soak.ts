@@ -262,6 +262,9 @@ test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, b
   console.log(`[soak] faults: ${faultsLine}; tabs closed ${closes} (${closesMidRequest} with a request on the wire); ` +
     `browser SIGKILLs ${kills} (${killsMidRequest} with a request on the wire)`);
   for (const line of result.details.slice(0, 20)) console.log(`[soak] ${line}`);
+  for (const key of model.lostRecs) {
+    for (const line of await model.history(request, `#${key}`, model.recs[key].owner)) console.log(`[soak]   ${line}`);
+  }
   for (const [target, owner] of model.differingRecs) {
     for (const line of await model.history(request, target, owner)) console.log(`[soak]   ${line}`);
   }
