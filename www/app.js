@@ -44,6 +44,10 @@ function log(text) {
 /** send(op) → Outcome: the operation id travels as Idempotency-Key. */
 async function send(op) {
   if (offline) return { type: "transient", code: "OFFLINE" };
+  // §11: never send one account's row with another account's session. A flush that was
+  // running when the person switched accounts gets "auth": the row is held until that
+  // account is logged in again.
+  if (op.owner !== session.user) return { type: "auth" };
   let url, method, body = op.kind === "delete" ? undefined : JSON.stringify(op.body);
   if (op.kind === "create") {
     url = `/api/records/${op.body.entity}`;
@@ -78,7 +82,8 @@ function prepareSuccessor({ intent, receipt }) {
 }
 
 /** The receipt of a create whose row vanished (another tab applied it). */
-async function findCreateReceipt({ operationId }) {
+async function findCreateReceipt({ owner, operationId }) {
+  if (owner !== session.user) throw new Error("that account is logged out"); // row left as it is
   const res = await fetch(`/api/receipts/${encodeURIComponent(operationId)}`, { headers: auth() });
   if (res.status === 404) return null;
   if (!res.ok) throw new Error(`receipt lookup failed: ${res.status}`);
@@ -249,6 +254,7 @@ for (const u of users) $("#user").append(new Option(u, u));
 $("#user").onchange = async (e) => {
   session.user = e.target.value; // never send one account's rows with another's session
   newSession();
+  await outbox.resumeHeld(session.user); // rows held while this account was logged out
   serverRecords = [];
   await loadServerRecords();
   refresh();

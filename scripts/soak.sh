@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The seeded soak (tests/soak): tabs of one origin in a persistent Chromium profile edit
+# records of two accounts while faults are injected, tabs are closed mid-send and the
+# browser is SIGKILLed mid-flush; then the queues drain and one summary line is printed
+# (duplicate effects, lost operations, stale answers that changed a row, records differing
+# from the user's last write: all asserted 0).
+#
+#   scripts/soak.sh                   # CI size: 1,000 operations, a fresh seed (printed)
+#   scripts/soak.sh --ops 10000       # the long run
+#   scripts/soak.sh --seed 12345      # replays the schedule of a printed seed
+#   scripts/soak.sh --tabs 6          # more tabs (at least 4)
+# Builds pkg/ and the gate first unless --no-build. GATE_PORT picks the gate's port (8791).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ops) export SOAK_OPS="$2"; shift 2 ;;
+    --seed) export SOAK_SEED="$2"; shift 2 ;;
+    --tabs) export SOAK_PAGES="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    *) echo "soak.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$build" = 1 ]; then scripts/build.sh; fi
+npx playwright test -c playwright.soak.config.ts

@@ -1,0 +1,378 @@
+// The soak's user model and its bookkeeping: what each user meant (the last write of every
+// record), every operation the library was given and what became of it, and the checks
+// against what the gate applied.
+import type { APIRequestContext, Page } from "@playwright/test";
+
+export type Rng = () => number;
+
+/** mulberry32: a small seeded PRNG, so that a seed replays the schedule. */
+export function rng(seed: number): Rng {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Entity = "workout" | "plan";
+
+/** A record as the user sees it: what they last wrote, or that they deleted it. */
+interface Rec {
+  key: number;
+  owner: string;
+  entity: Entity;
+  /** The create's operation id and its `pending:` target. */
+  createId: string;
+  pending: string;
+  serverId: string | null;
+  alive: boolean;
+  /** The user's last write: every field of the record (updates always write them all). */
+  desired: Record<string, unknown>;
+}
+
+/** One call into the library on behalf of the user. */
+interface Op {
+  kind: "create" | "update" | "delete" | "retry";
+  owner: string;
+  rec: number;
+  /** The row id this operation got of its own (null: merged into a row, or cancelled). */
+  id: string | null;
+  w: number;
+  result: "own" | "merged-into-create" | "cancelled";
+  /** What the library returned, and when (for the history of a failing record). */
+  note?: string;
+}
+
+const token = (owner: string) => ({ Authorization: `Bearer ${owner}.soak-checker` });
+
+export class Model {
+  api!: APIRequestContext;
+  recs: Rec[] = [];
+  ops: Op[] = [];
+  private locked = new Set<number>();
+  private known = new Set<string>();
+  /** Row ids an enqueue removed from its scope (coalesced into the new row, or cancelled). */
+  private replaced = new Set<string>();
+  private cancelledIds = new Set<string>();
+  private discarded = new Set<string>();
+  private reissued = new Set<string>();
+  private retriesByW = new Map<number, Op>();
+  private byServerId = new Map<string, Rec>();
+  private w = 0;
+  /** Edits of `pending:` that still met an empty scope (the create finished in between). */
+  vanishedIntents = 0;
+  differingRecs: Array<[string, string]> = [];
+  lostRecs: number[] = [];
+  staleAnswers = 0;
+  staleProbes = 0;
+  staleChanged = 0;
+  unexpected: string[] = [];
+
+  private noted = new Set<string>();
+
+  constructor(readonly owners: string[]) {}
+
+  private note(text: string, id: string) {
+    if (this.noted.has(id)) return;
+    this.noted.add(id);
+    this.unexpected.push(text);
+  }
+
+  /** Everything the user did to the record behind `target`, and what the gate applied to it. */
+  async history(api: APIRequestContext, target: string, owner: string): Promise<string[]> {
+    let rec = this.recs.find((r) => r.owner === owner && (r.serverId === target || r.pending === target || `#${r.key}` === target));
+    for (const r of this.recs) {
+      if (rec) break;
+      if (r.owner === owner && !r.serverId && (await this.lookup(r)) === target) rec = r;
+    }
+    const out: string[] = [];
+    if (!rec) return [`no record of the user has target ${target}`];
+    out.push(`record ${rec.key}: create ${rec.createId} ${rec.pending} → ${rec.serverId ?? "?"}, alive ${rec.alive}, last write ${JSON.stringify(rec.desired)}`);
+    for (const op of this.ops.filter((o) => o.rec === rec.key)) out.push(`op ${op.kind} ${op.id ?? "-"} ${op.result}: ${op.note ?? ""}`);
+    const all: any[] = await (await api.get("/api/effects")).json();
+    const sid = rec.serverId ?? (await this.lookup(rec));
+    for (const e of all.filter((e) => e.actor === owner && e.target === sid)) out.push(`effect ${e.kind} ${e.opId} ×${e.count}`);
+    return out;
+  }
+
+  // ---- page reports ------------------------------------------------------------------------
+  sent(ev: { id: string; w?: number }) {
+    if (this.known.has(ev.id) || ev.w === undefined) return;
+    const retry = this.retriesByW.get(ev.w);
+    if (retry && retry.id === null) this.own(retry, ev.id);
+  }
+
+  stale(ev: { probe: boolean }) {
+    this.staleAnswers++;
+    if (ev.probe) this.staleProbes++;
+  }
+
+  private own(op: Op, id: string) {
+    op.id = id;
+    this.known.add(id);
+  }
+
+  // ---- the user's edits --------------------------------------------------------------------
+  private fields(entity: Entity, draw: Rng, invalid = false): Record<string, unknown> {
+    const w = ++this.w;
+    if (entity === "workout") return { weight: invalid ? -1 - (w % 7) : Math.floor(draw() * 1000), w };
+    return { title: `t${Math.floor(draw() * 1e6)}`, w };
+  }
+
+  private async enqueue(page: Page, op: Record<string, unknown>) {
+    return page.evaluate((op) => (window as any).soak.enqueue(op), op) as Promise<{ row: any; before: string[]; after: string[] }>;
+  }
+
+  private pick(owner: string, draw: Rng): Rec | null {
+    const free = this.recs.filter((r) => r.owner === owner && r.alive && !this.locked.has(r.key));
+    return free.length ? free[Math.floor(draw() * free.length)] : null;
+  }
+
+  private async withLock<T>(rec: Rec, fn: () => Promise<T>): Promise<T> {
+    this.locked.add(rec.key);
+    try {
+      return await fn();
+    } finally {
+      this.locked.delete(rec.key);
+    }
+  }
+
+  async create(page: Page, draw: Rng, owner = this.owners[Math.floor(draw() * this.owners.length)]) {
+    const entity: Entity = draw() < 0.7 ? "workout" : "plan";
+    const body: Record<string, unknown> = { entity, ...this.fields(entity, draw) };
+    const { row } = await this.enqueue(page, { owner, kind: "create", body });
+    const rec: Rec = {
+      key: this.recs.length, owner, entity, createId: row.id, pending: row.target, serverId: null, alive: true,
+      desired: { ...body },
+    };
+    this.recs.push(rec);
+    const op: Op = { kind: "create", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
+    this.own(op, row.id);
+    this.ops.push(op);
+  }
+
+  /** The server id from the create's receipt, if the gate has one. */
+  private async lookup(rec: Rec): Promise<string | null> {
+    const res = await this.api.get(`/api/receipts/${encodeURIComponent(rec.createId)}`, { headers: token(rec.owner) });
+    return res.status() === 200 ? ((await res.json()).serverId as string) : null;
+  }
+
+  /** The server id, once known, for good. */
+  private adopt(rec: Rec, sid: string) {
+    rec.serverId = sid;
+    this.byServerId.set(sid, rec);
+  }
+
+  /** One app-like edit: a create, an update (of a record still `pending:` too) or a delete. */
+  async step(page: Page, draw: Rng) {
+    const owner = this.owners[Math.floor(draw() * this.owners.length)];
+    const r = draw();
+    const live = this.recs.filter((x) => x.owner === owner && x.alive).length;
+    const rec = live < 4 || r < 0.25 ? null : this.pick(owner, draw);
+    if (!rec) return this.create(page, draw, owner);
+    const kind = r < 0.87 ? "update" : "delete";
+    const invalidDraw = draw();
+    const fieldsDraw = draw();
+    await this.withLock(rec, async () => {
+      // The app edits through `pending:` while the outbox holds rows of it, then through the
+      // server id for good (one record, one scope at a time).
+      let target = rec.serverId ?? rec.pending;
+      const invalid = kind === "update" && rec.entity === "workout" && rec.serverId !== null && invalidDraw < 0.06;
+      const body = kind === "delete" ? null : this.fields(rec.entity, () => fieldsDraw, invalid);
+      const w = body ? (body.w as number) : ++this.w;
+      let done: { row: any; before: string[]; after: string[]; vanished?: boolean } | null = null;
+      if (!rec.serverId) {
+        done = await page.evaluate((op) => (window as any).soak.enqueueEdit(op), { owner, kind, target, body });
+        if (done!.vanished) {
+          const sid = await this.lookup(rec);
+          if (sid) this.adopt(rec, sid);
+          target = sid ?? rec.pending;
+          done = null;
+        } else if (done!.before.length === 0) {
+          this.vanishedIntents++;
+        }
+      }
+      done ??= await this.enqueue(page, { owner, kind, target, body });
+      const { row, before, after } = done;
+      const op: Op = { kind, owner, rec: rec.key, id: null, w, result: "own" };
+      if (row === null) {
+        op.result = "cancelled";
+        for (const id of before) if (!after.includes(id)) this.cancelledIds.add(id);
+      } else if (this.known.has(row.id)) {
+        op.result = "merged-into-create";
+      } else {
+        this.own(op, row.id);
+      }
+      for (const id of before) if (!after.includes(id)) this.replaced.add(id);
+      const tab = await page.evaluate(() => (window as any).soak.tabId).catch(() => "?");
+      op.note = `${tab} ${kind} ${target} w=${w}${invalid ? " (invalid)" : ""} → ${row ? `${row.id} ${row.kind} successorOf=${row.successorOf ?? "-"} savedAt=${row.savedAt}` : "null"}; ` +
+        `scope before [${before.join(",")}] after [${after.join(",")}] at ${Date.now()}`;
+      this.ops.push(op);
+      if (kind === "delete") rec.alive = false;
+      else if (!invalid) rec.desired = { ...rec.desired, ...body };
+    });
+  }
+
+  /**
+   * The user looks at blocked rows (a `422` for an invalid weight) and either re-saves the
+   * record's current values through `retryBlocked` or discards the row and saves again.
+   * A row blocked with `STALE_PROBE` is a stale answer that changed a row (see page/app.js).
+   */
+  async fixBlocked(page: Page, draw: Rng): Promise<void> {
+    for (const owner of this.owners) {
+      const rows: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
+      for (const row of rows.filter((x) => x.state === "blocked")) {
+        if (row.blockedCode === "STALE_PROBE") {
+          if (!this.noted.has(row.id)) this.staleChanged++;
+          this.note(`row ${row.id} blocked by a stale answer`, row.id);
+        } else if (row.blockedCode !== "INVALID") {
+          this.note(`row ${row.id} (${row.kind} ${row.target}) blocked with ${row.blockedCode}`, row.id);
+          continue;
+        }
+        const rec = this.byServerId.get(row.target);
+        if (!rec || this.locked.has(rec.key)) continue;
+        if (!rec.alive) {
+          // The record was deleted after this edit was sent: the user drops the rejected edit.
+          const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
+          if (ok) this.discarded.add(row.id);
+          continue;
+        }
+        await this.withLock(rec, async () => {
+          const body = this.fields(rec.entity, draw);
+          if (draw() < 0.5) {
+            const op: Op = { kind: "retry", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
+            this.retriesByW.set(op.w, op);
+            const { ok, before, after } = await page.evaluate(async ([o, id, b, t]) => {
+              const scope = async () => ((await (window as any).soak.outbox.rows(o)) as any[]).filter((r) => r.target === t).map((r) => r.id);
+              const before = await scope();
+              const ok = await (window as any).soak.outbox.retryBlocked(o, id, b);
+              return { ok, before, after: await scope() };
+            }, [owner, row.id, body, row.target] as const);
+            for (const id of before) if (id !== row.id && !after.includes(id)) this.replaced.add(id);
+            if (!ok) return;
+            this.reissued.add(row.id);
+            op.note = `user retried blocked ${row.id}; scope before [${before.join(",")}] after [${after.join(",")}]`;
+            this.ops.push(op);
+            rec.desired = { ...rec.desired, ...body };
+            const now: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
+            const fresh = now.find((x) => x.target === row.target && x.body?.w === op.w && !this.known.has(x.id));
+            if (fresh && op.id === null) this.own(op, fresh.id);
+          } else {
+            const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
+            if (!ok) return;
+            this.discarded.add(row.id);
+            const { row: again, before, after } = await this.enqueue(page, { owner, kind: "update", target: row.target, body });
+            for (const id of before) if (!after.includes(id)) this.replaced.add(id);
+            const op: Op = { kind: "update", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
+            if (again && !this.known.has(again.id)) this.own(op, again.id);
+            op.note = `user discarded blocked ${row.id}, saved again → ${again?.id ?? "null"}; scope before [${before.join(",")}] after [${after.join(",")}]`;
+            this.ops.push(op);
+            rec.desired = { ...rec.desired, ...body };
+          }
+        });
+      }
+    }
+  }
+
+  /** Drain helper: resumes held rows, fixes blocked ones; returns how many rows are left. */
+  async handleLeftovers(page: Page): Promise<number> {
+    let left = 0;
+    for (const owner of this.owners) {
+      const rows: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
+      if (rows.some((r) => r.state === "held")) await page.evaluate((o) => (window as any).soak.resumeHeld(o), owner);
+      left += rows.length;
+    }
+    if (left > 0) await this.fixBlocked(page, rng(left));
+    const undecodable: any[] = await page.evaluate(() => (window as any).soak.outbox.undecodable());
+    return left + undecodable.length;
+  }
+
+  // ---- the checks ----------------------------------------------------------------------------
+  async verify(api: APIRequestContext, page: Page) {
+    const details: string[] = [...this.unexpected];
+    const all: any[] = await (await api.get("/api/effects")).json();
+    const effects = all.filter((e) => this.owners.includes(e.actor));
+    const count = new Map<string, number>();
+    for (const e of effects) count.set(e.opId, (count.get(e.opId) ?? 0) + e.count);
+    let duplicates = 0;
+    for (const [id, n] of count) {
+      if (n > 1) {
+        duplicates += n - 1;
+        details.push(`operation ${id} applied ${n} times`);
+      }
+      if (!this.known.has(id)) details.push(`effect of an operation the user never made: ${id}`);
+    }
+    const unknownEffects = [...count.keys()].filter((id) => !this.known.has(id)).length;
+
+    let lost = 0;
+    let merged = 0;
+    let cancelled = 0;
+    for (const op of this.ops) {
+      if (op.result === "cancelled") cancelled++;
+      if (op.result === "merged-into-create") merged++;
+      if (op.result !== "own") continue;
+      if (op.id === null) {
+        lost++;
+        this.lostRecs.push(op.rec);
+        details.push(`${op.kind} w=${op.w} of record ${op.rec}: its row id was never seen`);
+        continue;
+      }
+      const n = count.get(op.id) ?? 0;
+      if (n > 0) continue;
+      if (this.cancelledIds.has(op.id)) cancelled++;
+      else if (this.replaced.has(op.id) || this.reissued.has(op.id)) merged++;
+      else if (!this.discarded.has(op.id)) {
+        lost++;
+        this.lostRecs.push(op.rec);
+        details.push(`${op.kind} ${op.id} (w=${op.w}, record ${op.rec}) has no effect and was not merged, cancelled or discarded`);
+      }
+    }
+
+    let differing = 0;
+    for (const owner of this.owners) {
+      const server: any[] = await (await api.get("/api/records", { headers: token(owner) })).json();
+      const byId = new Map(server.map((s) => [s.serverId, s]));
+      const matched = new Set<string>();
+      for (const rec of this.recs.filter((r) => r.owner === owner)) {
+        const sid = rec.serverId ?? (await this.lookup(rec));
+        if (sid) matched.add(sid);
+        const s = sid ? byId.get(sid) : undefined;
+        if (!rec.alive) {
+          if (s) {
+            differing++;
+            details.push(`record ${rec.key} (${sid}) was deleted by the user but lives on the server`);
+          }
+          continue;
+        }
+        const want = rec.desired;
+        const same = s && Object.keys(want).every((k) => JSON.stringify(s.body[k]) === JSON.stringify(want[k]));
+        if (!same) {
+          differing++;
+          this.differingRecs.push([sid ?? rec.pending, owner]);
+          details.push(`record ${rec.key} (${sid ?? rec.pending}): server ${JSON.stringify(s?.body ?? null)}, last write ${JSON.stringify(want)}`);
+        }
+      }
+      for (const s of server) {
+        if (!matched.has(s.serverId)) {
+          differing++;
+          details.push(`server record ${s.serverId} matches no record of the user`);
+        }
+      }
+      const left: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), owner);
+      if (left.length) details.push(`${left.length} rows of ${owner} left in the outbox`);
+    }
+    // A stale answer that changed a row leaves its mark in the store (page/app.js).
+    const marked: any[] = await page.evaluate(async () =>
+      ((await (window as any).soak.rawRows()) as any[]).filter((r) => JSON.stringify(r).includes("STALE_PROBE")));
+    this.staleChanged += marked.length;
+
+    return {
+      enqueued: this.ops.length, merged, cancelled, discarded: this.discarded.size, effects: effects.reduce((n, e) => n + e.count, 0),
+      duplicates, lost: lost + unknownEffects, staleAnswers: this.staleAnswers, staleProbes: this.staleProbes,
+      staleChanged: this.staleChanged, differing, records: this.recs.length, details,
+    };
+  }
+}

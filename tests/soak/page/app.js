@@ -1,0 +1,165 @@
+// The soak's app page: a small multi-account app over the package, as an app would use it.
+// The test serves this page on the gate's origin (context.route), so every page of the
+// browser shares one IndexedDB. URL parameters:
+//   db, tab, owners=a,b, skew=<ms added to Date.now()>, lease=<ms>, seed=<int>
+// The test drives edits through `window.soak` and reads what happened from `soakReport`
+// calls (exposed by the test) and the gate.
+import init, { Outbox, classifyHttp } from "/pkg/outbox_idb.js";
+
+const p = new URLSearchParams(location.search);
+const dbName = p.get("db");
+const tabId = p.get("tab");
+const owners = p.get("owners").split(",");
+const skew = Number(p.get("skew") || 0);
+const leaseMs = Number(p.get("lease") || 2000);
+let seed = Number(p.get("seed") || 1) >>> 0;
+
+// Deterministic per page (mulberry32): backoff jitter and which stale answers are probed.
+function random() {
+  seed = (seed + 0x6d2b79f5) >>> 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+const now = () => Date.now() + skew;
+const report = (ev) => (window.soakReport ? window.soakReport(ev).catch(() => {}) : undefined);
+
+await init();
+const outbox = await Outbox.open({
+  dbName, tabId, leaseMs, now, random, backoff: { baseMs: 50, capMs: 800 }, concurrency: 3,
+});
+
+// One session per account; a 401 makes the app log that account in again.
+const sessions = {};
+const login = (owner) => (sessions[owner] = `${owner}.${crypto.randomUUID().slice(0, 8)}`);
+owners.forEach(login);
+
+// A second, read-only connection to look at a row as stored (never inside a transaction of
+// the package's: send runs between its transactions).
+let raw = null;
+function rawDb() {
+  if (raw) return raw;
+  raw = new Promise((ok, err) => {
+    const r = indexedDB.open(dbName);
+    r.onsuccess = () => {
+      r.result.onversionchange = () => { r.result.close(); raw = null; };
+      ok(r.result);
+    };
+    r.onerror = () => { raw = null; err(r.error); };
+  });
+  return raw;
+}
+async function rawRows(id) {
+  const db = await rawDb();
+  return new Promise((ok, err) => {
+    const tx = db.transaction("outbox", "readonly");
+    const req = id === undefined ? tx.objectStore("outbox").getAll() : tx.objectStore("outbox").get(id);
+    req.onsuccess = () => ok(req.result);
+    req.onerror = () => err(req.error);
+  });
+}
+
+/**
+ * The transport. When the answer arrives after another tab took the row over (the row's
+ * claim is no longer this tab's), the answer is stale: §6 says it must change nothing. Half
+ * of those are replaced by a marked answer (`STALE_PROBE`), so that a stale answer which
+ * did change a row is visible in the store afterwards; the other half go back as they are.
+ */
+async function send(op) {
+  let url, method;
+  if (op.kind === "create") {
+    url = `/api/records/${op.body.entity}`;
+    method = "POST";
+  } else {
+    const [entity, id] = op.target.split(":");
+    url = `/api/records/${entity}/${id}`;
+    method = op.kind === "delete" ? "DELETE" : "PUT";
+  }
+  const headers = { Authorization: `Bearer ${sessions[op.owner]}`, "Idempotency-Key": op.id, "Content-Type": "application/json" };
+  if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
+  // Tell the test which row went out (before it does, so a kill cannot hide it).
+  await report({ type: "send", id: op.id, w: op.body?.w });
+  let outcome;
+  try {
+    const res = await fetch(url, { method, headers, body: op.kind === "delete" ? undefined : JSON.stringify(op.body) });
+    const body = await res.json().catch(() => null);
+    outcome = classifyHttp(res.status, res.headers, body, now());
+  } catch {
+    outcome = classifyHttp(0, {}, null, now());
+  }
+  const row = await rawRows(op.id).catch(() => undefined);
+  const stale = !row || !row.claim || row.claim.tabId !== tabId;
+  if (stale) {
+    const probe = random() < 0.5;
+    report({ type: "stale", id: op.id, outcome: outcome.type, probe });
+    if (probe) return { type: "permanent", code: "STALE_PROBE" };
+  }
+  return outcome;
+}
+
+function prepareSuccessor({ intent, receipt }) {
+  // The app writes without base revisions (last writer wins on the server).
+  return { target: receipt.serverId, body: intent.body, revision: null };
+}
+
+async function findCreateReceipt({ owner, operationId }) {
+  const res = await fetch(`/api/receipts/${encodeURIComponent(operationId)}`, {
+    headers: { Authorization: `Bearer ${sessions[owner]}` },
+  });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new Error(`receipt lookup failed: ${res.status}`);
+  return res.json();
+}
+
+async function flushOnce(owner) {
+  const r = await outbox.flush({ owner, send, prepareSuccessor, findCreateReceipt });
+  if (r.held > 0) {
+    // A 401: log this account in again, then resume its held rows (§6, §11).
+    login(owner);
+    await outbox.resumeHeld(owner);
+  }
+  return r;
+}
+
+let looping = false;
+async function loop() {
+  looping = true;
+  while (looping) {
+    for (const o of owners) {
+      try {
+        await flushOnce(o);
+      } catch (e) {
+        report({ type: "error", where: "flush", code: e.code ?? "", message: String(e.message ?? e) });
+      }
+    }
+    await new Promise((r) => setTimeout(r, 5 + Math.floor(random() * 40)));
+  }
+}
+
+window.soak = {
+  outbox, owners, tabId, now, flushOnce, rawRows, login,
+  startLoop() { if (!looping) window.__loop = loop(); },
+  async stopLoop() { looping = false; await window.__loop; },
+  /** The scope's rows before and after one enqueue (what the enqueue replaced). */
+  async enqueue(op) {
+    const scope = async () => (await outbox.rows(op.owner)).filter((r) => r.target === op.target).map((r) => r.id);
+    const before = op.target ? await scope() : [];
+    const row = await outbox.enqueue(op);
+    const after = op.target ? await scope() : [];
+    return { row, before, after };
+  },
+  /**
+   * An edit of a record the app knows only by its `pending:` target: enqueued there while
+   * the outbox still holds rows of that target, else `{vanished: true}` and the app uses the
+   * server id from the create's receipt (see tests/e2e/soak-findings.spec.ts for why).
+   */
+  async enqueueEdit(op) {
+    const rows = await outbox.rows(op.owner);
+    if (!rows.some((r) => r.target === op.target)) return { vanished: true };
+    return window.soak.enqueue(op);
+  },
+  resumeHeld: (owner) => { login(owner); return outbox.resumeHeld(owner); },
+  ready: true,
+};
