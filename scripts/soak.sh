@@ -24,5 +24,7 @@ while [ $# -gt 0 ]; do
     *) echo "soak.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# One seed for the run, drawn here when not given, so every process of the run uses it.
+export SOAK_SEED="${SOAK_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
 if [ "$build" = 1 ]; then scripts/build.sh; fi
 npx playwright test -c playwright.soak.config.ts

@@ -24,7 +24,9 @@ const LEASE = 2_500;
 const SKEW = 500;
 const PAGE_DIR = resolve("tests/soak/page");
 
-test(`soak: ${OPS} operations, ${PAGES} tabs, seed ${SEED}`, async ({ request, baseURL }) => {
+// The title must not carry a seed drawn here: Playwright loads this file in its runner and
+// again in the worker, and a title that differs between the two is "not found".
+test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   test.setTimeout(Math.max(300_000, OPS * 300));
   console.log(`[soak] seed ${SEED} (replay: SOAK_SEED=${SEED} SOAK_OPS=${OPS} scripts/soak.sh)`);
   const started = Date.now();
