@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   T0, LEASE, uid, openTab, rows, enqueue, flush, startFlush, flushResult, setClock, effects, timesApplied,
-  holdRecords, waitHeld, serverRecord,
+  holdRecords, waitHeld, serverRecord, putRaw,
 } from "./helpers";
 
 let user: string;
@@ -18,22 +18,6 @@ test.beforeEach(() => {
   user = `u${uid()}`;
   db = `db-${uid()}`;
 });
-
-/** Writes raw values into the page's outbox store, as another writer would. */
-async function putRaw(page: import("@playwright/test").Page, values: object[]) {
-  await page.evaluate(async ({ db, values }) => {
-    await new Promise<void>((ok, err) => {
-      const r = indexedDB.open(db);
-      r.onsuccess = () => {
-        const tx = r.result.transaction("outbox", "readwrite");
-        for (const v of values) tx.objectStore("outbox").put(v);
-        tx.oncomplete = () => { r.result.close(); ok(); };
-        tx.onerror = () => err(tx.error);
-      };
-      r.onerror = () => err(r.error);
-    });
-  }, { db, values });
-}
 
 test("crash right after a row becomes sending: resent after the lease, one effect", async ({ context, request }) => {
   const a = await openTab(context, { db, tab: "tab-a", users: [user] });
@@ -153,7 +137,7 @@ test("same key with another payload: refused and blocked, never a silent success
   expect(await timesApplied(request, c.id)).toBe(1);
   // Another writer stores a row under the applied operation's id with another payload.
   const { fingerprint: _drop, ...raw } = stored;
-  await putRaw(a, [{ ...raw, body: { entity: "workout", weight: 14 } }]);
+  await putRaw(a, db, [{ ...raw, body: { entity: "workout", weight: 14 } }]);
   const rep = await flush(a);
   expect([rep.succeeded, rep.blocked]).toEqual([0, 1]);
   expect((await rows(a))[0]).toMatchObject({ id: c.id, state: "blocked", blockedCode: "PAYLOAD_CONFLICT" });

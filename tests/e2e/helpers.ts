@@ -78,3 +78,20 @@ export async function serverRecord(page: Page, body: Record<string, unknown> = {
   expect(receipt, "the create was answered").toBeTruthy();
   return receipt.receipt as { serverId: string; revision: number };
 }
+
+/** Writes raw values into the page's outbox store `db` in one transaction, as an older
+ * writer or another tab would. */
+export async function putRaw(page: Page, db: string, values: object[]) {
+  await page.evaluate(async ({ db, values }) => {
+    await new Promise<void>((ok, err) => {
+      const r = indexedDB.open(db);
+      r.onsuccess = () => {
+        const tx = r.result.transaction("outbox", "readwrite");
+        for (const v of values) tx.objectStore("outbox").put(v);
+        tx.oncomplete = () => { r.result.close(); ok(); };
+        tx.onerror = () => err(tx.error);
+      };
+      r.onerror = () => err(r.error);
+    });
+  }, { db, values });
+}

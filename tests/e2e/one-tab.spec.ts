@@ -1,7 +1,7 @@
 // SPEC §8 inside one page, and §12 progress: what the package promises about one tab's own
 // flushes, driven through the built package exactly as an app calls it (its own `send`).
 import { test, expect, type Page } from "@playwright/test";
-import { T0, LEASE, uid, openTab, rows, enqueue, setClock } from "./helpers";
+import { T0, LEASE, uid, openTab, rows, enqueue, setClock, putRaw } from "./helpers";
 
 let user: string;
 let db: string;
@@ -69,21 +69,8 @@ test("§8 a send that outlives its lease is not sent again by the same page", as
 test("§8 overlapping flushes of one page send the rows of one record one at a time", async ({ context }) => {
   const a = await openTab(context, { db, tab: "tab-a", users: [user] });
   // Two rows of one record that do not name each other, as an older writer leaves them.
-  await a.evaluate(async ({ db, user, T0 }) => {
-    await new Promise<void>((ok, err) => {
-      const r = indexedDB.open(db);
-      r.onsuccess = () => {
-        const tx = r.result.transaction("outbox", "readwrite");
-        for (const id of ["r-a", "r-b"]) {
-          tx.objectStore("outbox").put({ id, owner: user, target: "workout:1", kind: "update",
-            body: { weight: id }, savedAt: T0, state: "queued" });
-        }
-        tx.oncomplete = () => { r.result.close(); ok(); };
-        tx.onerror = () => err(tx.error);
-      };
-      r.onerror = () => err(r.error);
-    });
-  }, { db, user, T0 });
+  await putRaw(a, db, ["r-a", "r-b"].map((id) => ({ id, owner: user, target: "workout:1", kind: "update",
+    body: { weight: id }, savedAt: T0, state: "queued" })));
   await startGatedFlushes(a, 3);
   for (let i = 0; i < 2; i++) {
     await expect.poll(() => waiting(a)).toBe(1); // one attempt of the record at a time

@@ -3,7 +3,7 @@
 import { test, expect } from "@playwright/test";
 import {
   T0, LEASE, uid, openTab, rows, enqueue, flush, startFlush, flushResult, setClock, effects, timesApplied,
-  holdRecords, waitHeld, serverRecord,
+  holdRecords, waitHeld, serverRecord, putRaw,
 } from "./helpers";
 
 let user: string;
@@ -12,22 +12,6 @@ test.beforeEach(() => {
   user = `u${uid()}`;
   db = `db-${uid()}`;
 });
-
-/** Writes a raw value into the page's outbox store, as an older writer or another tab would. */
-async function seed(page: import("@playwright/test").Page, rowsToPut: object[]) {
-  await page.evaluate(async ({ db, rowsToPut }) => {
-    await new Promise<void>((ok, err) => {
-      const r = indexedDB.open(db);
-      r.onsuccess = () => {
-        const tx = r.result.transaction("outbox", "readwrite");
-        for (const row of rowsToPut) tx.objectStore("outbox").put(row);
-        tx.oncomplete = () => { r.result.close(); ok(); };
-        tx.onerror = () => err(tx.error);
-      };
-      r.onerror = () => err(r.error);
-    });
-  }, { db, rowsToPut });
-}
 
 test("s13 row 1: an update over an in-flight update waits as its successor", async ({ context, request }) => {
   const a = await openTab(context, { db, tab: "tab-a", users: [user] });
@@ -219,7 +203,7 @@ test("s13 row 9: an older writer's sending row is in flight until its lease ends
     id: `old-${uid()}`, owner: user, target: rec.serverId, kind: "update", body: { weight: 7 },
     savedAt: T0 - 5_000, state: "sending", sentAt: T0 - 1_000, legacyField: { v: 0 },
   };
-  await seed(a, [old]);
+  await putRaw(a, db, [old]);
   expect((await flush(a)).claimed).toBe(0);
   expect(await rows(a)).toEqual([old]);
   const s = await enqueue(a, { kind: "update", target: rec.serverId, body: { weight: 8 } });
@@ -241,7 +225,7 @@ test("s13 row 10: an intent whose create row vanished is converted from the look
   const { serverId } = await created.json();
   const known = { id: `i-${uid()}`, owner: user, target: `pending:${cid}`, kind: "update", body: { weight: 3 }, savedAt: T0, state: "queued", successorOf: cid };
   const unknown = { id: `j-${uid()}`, owner: user, target: "pending:nope", kind: "delete", body: null, savedAt: T0, state: "queued", successorOf: "nope" };
-  await seed(a, [known, unknown]);
+  await putRaw(a, db, [known, unknown]);
   const rep = await flush(a);
   expect([rep.converted, rep.succeeded, rep.blocked]).toEqual([1, 1, 1]);
   expect((await effects(request, user)).find((e) => e.opId === known.id)).toMatchObject({ kind: "update", target: serverId, count: 1 });
