@@ -6,6 +6,7 @@ use crate::codec::{decode, encode, Stored};
 use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
+use crate::records::reconcile_for;
 use crate::retry::Backoff;
 use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
@@ -97,9 +98,12 @@ pub fn plan_ack(
         expected: vec![raw.clone()],
         deletes,
         puts,
+        ..Default::default()
     };
     let attempt = row.evidence.as_ref().map_or(1, |e| e.attempt_count.max(1));
-    let plan = match outcome {
+    // The app's records follow an answer that ends the attempt, in the ACK's own replace.
+    let reconcile = reconcile_for(&row, outcome);
+    let mut plan = match outcome {
         Outcome::Success { .. } => {
             let intents = pending_intents(&row, scope_rows);
             if !intents.is_empty() {
@@ -111,6 +115,7 @@ pub fn plan_ack(
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 puts: vec![],
+                ..Default::default()
             }
         }
         Outcome::Transient { code, retry_after_ms } => {
@@ -142,10 +147,12 @@ pub fn plan_ack(
         }
         Outcome::Conflict { actual_revision } => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
-            let plan = conflict_plan(&row, scope_rows, &successor);
+            let mut plan = conflict_plan(&row, scope_rows, &successor);
+            plan.reconcile = reconcile;
             return AckDecision::Apply { plan, successor: Some(successor) };
         }
     };
+    plan.reconcile = reconcile;
     AckDecision::Apply { plan, successor: None }
 }
 

@@ -60,6 +60,7 @@ pub fn plan_retry_blocked(
         expected: scope_rows,
         deletes: vec![row_id.to_owned()],
         puts,
+        ..Default::default()
     })
 }
 
@@ -104,6 +105,7 @@ pub fn plan_discard(
         expected: vec![raw.clone()],
         deletes: vec![id],
         puts: vec![],
+        ..Default::default()
     })
 }
 

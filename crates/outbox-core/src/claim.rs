@@ -77,7 +77,11 @@ pub fn plan_claim(
     }
     apply_claim(&mut row, tab, now);
     let ticket = row.ticket().expect("claim just written");
-    Ok(ClaimPlan { plan: ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)] }, ticket, row })
+    Ok(ClaimPlan {
+        plan: ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)], ..Default::default() },
+        ticket,
+        row,
+    })
 }
 
 /// Writes the §5 claim fields onto a row.

@@ -57,5 +57,11 @@ pub fn conflict_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> Replac
     let expected: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
     let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
     puts.push(encode(successor));
-    ReplacePlan { scopes: vec![Scope::Id(row.id.clone()), scope], expected, deletes: vec![row.id.clone()], puts }
+    ReplacePlan {
+        scopes: vec![Scope::Id(row.id.clone()), scope],
+        expected,
+        deletes: vec![row.id.clone()],
+        puts,
+        ..Default::default()
+    }
 }

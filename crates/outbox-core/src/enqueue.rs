@@ -78,7 +78,9 @@ pub fn enqueue_scope(op: &NewOperation, id: &str) -> Scope {
     Scope::target(&op.owner, &target_of(op, id))
 }
 
-fn target_of(op: &NewOperation, id: &str) -> String {
+/// The target of `op` enqueued under `id`: its own, or `pending:<id>` for a create without one.
+#[must_use]
+pub fn target_of(op: &NewOperation, id: &str) -> String {
     op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
 }
 
@@ -118,7 +120,13 @@ pub fn plan_enqueue(
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
-    let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), deletes: vec![], puts: vec![] };
+    let base = ReplacePlan {
+        scopes: vec![scope],
+        expected: scope_rows.to_vec(),
+        deletes: vec![],
+        puts: vec![],
+        ..Default::default()
+    };
 
     if op.no_merge {
         // §7: a command is never coalesced; it waits for whatever the scope holds last.

@@ -18,6 +18,7 @@
 //! | §11 accounts (the owner filter) | [`accounts`] |
 //! | §12 metrics | [`metrics`] |
 //! | §8 drain, as a sans-IO state machine | [`flush`] |
+//! | the app's records, committed with the queue | [`records`] |
 //! | `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner` | [`admin`] |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -42,6 +43,7 @@ pub mod memstore;
 pub mod metrics;
 pub mod outcome;
 pub mod plan;
+pub mod records;
 pub mod reissue;
 pub mod release;
 pub mod retry;

@@ -3,16 +3,23 @@
 //! the planner without a browser.
 
 use crate::accounts::stored_is_owned;
+use crate::fingerprint::canonical_json;
 use crate::plan::{matches_expected, rows_in_scopes, ReplaceOutcome, ReplacePlan, Scope};
+use crate::records::{is_key, patched, rekeyed, set_at_path, Reconcile, RecordWrite};
 use crate::row::stored_order_key;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Rows keyed by id, as stored.
+/// Rows keyed by id, as stored; and the app's records, keyed by store and key (records
+/// keep their key at the key path `id`, like an app store declared with `keyPath: "id"`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemStore {
     rows: BTreeMap<String, Value>,
+    records: BTreeMap<(String, String), Value>,
 }
+
+/// The app's `reconcile` port as the in-memory store calls it.
+pub type ReconcilePort<'a> = &'a mut dyn FnMut(&Reconcile) -> Vec<RecordWrite>;
 
 impl MemStore {
     /// An empty store.
@@ -71,7 +78,15 @@ impl MemStore {
     }
 
     /// Replace (§4): re-read the plan's scopes, compare with `expected`, apply or refuse.
+    /// A plan asking for reconciliation gets none (no port): see [`MemStore::replace_with`].
     pub fn replace(&mut self, plan: &ReplacePlan) -> ReplaceOutcome {
+        self.replace_with(plan, &mut |_| Vec::new())
+    }
+
+    /// Replace (§4) with the app's `reconcile` port: when the plan commits, its record
+    /// writes and those the port gives for its answer are applied with it; when it is stale,
+    /// nothing is written and the port is not asked.
+    pub fn replace_with(&mut self, plan: &ReplacePlan, port: ReconcilePort<'_>) -> ReplaceOutcome {
         if !matches_expected(&plan.expected, &self.read(&plan.scopes)) {
             return ReplaceOutcome::Stale;
         }
@@ -81,7 +96,52 @@ impl MemStore {
         for put in &plan.puts {
             self.seed(put.clone());
         }
+        let reconciled = plan.reconcile.as_ref().map(|r| port(r)).unwrap_or_default();
+        for w in plan.records.iter().chain(&reconciled) {
+            self.write_record(w);
+        }
         ReplaceOutcome::Committed
+    }
+
+    /// The app record under `key` in `store`.
+    #[must_use]
+    pub fn record(&self, store: &str, key: &Value) -> Option<&Value> {
+        self.records.get(&(store.to_owned(), canonical_json(key)))
+    }
+
+    /// Every record of `store`, in key order of their JSON text.
+    pub fn records(&self, store: &str) -> impl Iterator<Item = &Value> {
+        let store = store.to_owned();
+        self.records.iter().filter(move |((s, _), _)| *s == store).map(|(_, v)| v)
+    }
+
+    fn write_record(&mut self, w: &RecordWrite) {
+        let at = |store: &str, key: &Value| (store.to_owned(), canonical_json(key));
+        match w {
+            RecordWrite::Put { store, value, key } => {
+                let mut value = value.clone();
+                if let Some(k) = key {
+                    set_at_path(&mut value, "id", k.clone());
+                }
+                if let Some(k) = value.get("id").filter(|k| is_key(k)).cloned() {
+                    self.records.insert(at(store, &k), value);
+                }
+            }
+            RecordWrite::Delete { store, key } => {
+                self.records.remove(&at(store, key));
+            }
+            RecordWrite::Patch { store, key, set } => {
+                if let Some(v) = patched(self.records.get(&at(store, key)), set) {
+                    self.records.insert(at(store, key), v);
+                }
+            }
+            RecordWrite::Rekey { store, from, to, set } => {
+                if let Some(v) = rekeyed(self.records.get(&at(store, from)), Some("id"), to, set) {
+                    self.records.remove(&at(store, from));
+                    self.records.insert(at(store, to), v);
+                }
+            }
+        }
     }
 
     /// One transaction as the binding runs it: read `scopes`, plan from what was read, then
@@ -91,8 +151,18 @@ impl MemStore {
         scopes: &[Scope],
         plan: impl FnOnce(&[Value]) -> Option<ReplacePlan>,
     ) -> Option<ReplaceOutcome> {
+        self.transact_with(scopes, plan, &mut |_| Vec::new())
+    }
+
+    /// [`MemStore::transact`] with the app's `reconcile` port.
+    pub fn transact_with(
+        &mut self,
+        scopes: &[Scope],
+        plan: impl FnOnce(&[Value]) -> Option<ReplacePlan>,
+        port: ReconcilePort<'_>,
+    ) -> Option<ReplaceOutcome> {
         let current = self.read(scopes);
         let plan = plan(&current)?;
-        Some(self.replace(&plan))
+        Some(self.replace_with(&plan, port))
     }
 }

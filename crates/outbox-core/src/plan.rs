@@ -1,6 +1,7 @@
 //! Plans as data: what the one write primitive, replace (SPEC §4), is asked to do.
 
 use crate::fingerprint::canonical_json;
+use crate::records::{Reconcile, RecordWrite};
 use serde_json::Value;
 
 /// A set of stored rows a replace re-reads and compares.
@@ -49,6 +50,10 @@ pub struct ReplacePlan {
     pub deletes: Vec<String>,
     /// Rows to write (encoded).
     pub puts: Vec<Value>,
+    /// The app's record writes that commit with it ([`crate::records`]).
+    pub records: Vec<RecordWrite>,
+    /// An answer whose record writes the app's `reconcile` port gives, committed with it.
+    pub reconcile: Option<Reconcile>,
 }
 
 /// What a replace did.
@@ -118,6 +123,7 @@ mod cas_tests {
                 json!({"id": "a", "owner": "o", "target": "t", "n": 3}),
                 json!({"id": "z", "owner": "o", "target": "t"}),
             ],
+            ..Default::default()
         };
         store.seed(bumped.clone()); // another tab wrote between the read and the replace
         assert_eq!(store.replace(&plan(row)), ReplaceOutcome::Stale);

@@ -361,6 +361,7 @@ fn s7_a_command_behind_an_intent_of_a_vanished_create_is_converted_with_the_crea
         expected: vec![raw],
         deletes: vec![c.id.clone()],
         puts: vec![],
+        ..Default::default()
     };
     assert_eq!(w.store.replace(&gone), outbox_core::ReplaceOutcome::Committed);
     w.advance_all(LEASE + 1);

@@ -8,6 +8,7 @@ use outbox_core::enqueue::{enqueue_scope, plan_enqueue, EnqueuePlan};
 use outbox_core::input::NewOperation;
 use outbox_core::intent::Prepared;
 use outbox_core::memstore::MemStore;
+use outbox_core::records::{enqueue_records, parse_writes, Reconcile, RecordWrite};
 use outbox_core::{
     decode, Draws, Flush, FlushOptions, FlushReport, Millis, Outcome, Outstanding, ReplaceOutcome, Request, Row, Tab,
     Token,
@@ -67,6 +68,10 @@ pub struct World {
     /// Each tab's in-memory record of what its flushes have outstanding, by tab id (two
     /// sim tabs given one tab id are two flushes of one tab and share it).
     pub outstanding: HashMap<String, Outstanding>,
+    /// The app's `reconcile` port, called in the ACK's transaction when it commits.
+    pub reconcile: fn(&Reconcile) -> Vec<RecordWrite>,
+    /// Every answer the port was asked about, in order.
+    pub reconciled: Vec<Reconcile>,
 }
 
 pub const LEASE: i64 = 10_000;
@@ -88,7 +93,15 @@ impl World {
                 tickets: HashMap::new(),
             })
             .collect();
-        World { store: MemStore::new(), server: Server::default(), tabs, ids: 0, outstanding: HashMap::new() }
+        World {
+            store: MemStore::new(),
+            server: Server::default(),
+            tabs,
+            ids: 0,
+            outstanding: HashMap::new(),
+            reconcile: |_| Vec::new(),
+            reconciled: Vec::new(),
+        }
     }
 
     pub fn advance(&mut self, tab: usize, ms: i64) {
@@ -103,6 +116,12 @@ impl World {
 
     /// Enqueues as the binding does: one transaction over the operation's scope.
     pub fn enqueue(&mut self, tab: usize, op: Value) -> EnqueuePlan {
+        self.enqueue_with(tab, op, Value::Null)
+    }
+
+    /// Enqueues with the app's record `writes`, committed in the same transaction.
+    pub fn enqueue_with(&mut self, tab: usize, op: Value, writes: Value) -> EnqueuePlan {
+        let writes = parse_writes(&writes, "writes").expect("valid writes");
         let op = NewOperation::from_json(&op).expect("valid operation");
         self.ids += 2;
         let (id, reissue) = (format!("op-{}", self.ids - 1), format!("op-{}", self.ids));
@@ -110,7 +129,8 @@ impl World {
         let scope = enqueue_scope(&op, &id);
         let mut out = None;
         let r = self.store.transact(&[scope], |rows| {
-            let p = plan_enqueue(&op, &id, &reissue, rows, &t.tab, t.now);
+            let mut p = plan_enqueue(&op, &id, &reissue, rows, &t.tab, t.now);
+            p.plan.records = enqueue_records(&op, &id, &writes);
             let plan = p.plan.clone();
             out = Some(p);
             Some(plan)
@@ -209,7 +229,11 @@ impl World {
             }
             Request::Write { token, scopes } => {
                 let draws = &mut t.draws;
-                let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
+                let (port, seen) = (self.reconcile, &mut self.reconciled);
+                let r = self.store.transact_with(&scopes, |cur| flush.plan(token, cur, now, draws), &mut |r| {
+                    seen.push(r.clone());
+                    port(r)
+                });
                 flush.handle_written(token, r, out);
             }
             Request::Send { token, op } => {

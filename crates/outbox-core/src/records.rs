@@ -1,0 +1,338 @@
+//! The app's own records, written in the same transaction as the queue rows (docs/guide.md,
+//! "Local records").
+//!
+//! An offline-first app shows an edit at once from its local store and sends it later. The
+//! invariant it needs: **a pending record visible locally has an operation that sends it,
+//! and an operation has the record it sends** — so the record and the queue row commit
+//! together or not at all, and so do the answer's effect on the record and the row's ACK.
+//!
+//! The rules, all carried out by the one replace (§4) of the operation they go with:
+//!
+//! - **Enqueue.** The app's record writes commit with the enqueue whatever it planned: a
+//!   new row, one merged into an earlier row, or a create cancelled by a delete (the record
+//!   the user deleted is deleted all the same). A put `atTarget` is keyed by the
+//!   operation's target, so a create without a target writes its record under its
+//!   `pending:` key. See [`with_records`].
+//! - **Answer.** An answer that ends an attempt for good — a success, a refusal (blocked),
+//!   a revision conflict — is handed to the app's `reconcile` port as a [`Reconcile`],
+//!   and the writes it returns commit in the ACK's transaction, **only when the ACK
+//!   commits** (the claim is still this tab's, §6). A stale answer changes neither the row
+//!   nor the records. A transient or auth answer keeps the row queued: nothing to
+//!   reconcile ([`reconcile_for`]).
+//! - **Never resurrect.** Besides `put` and `delete`, a write may `patch` a record (merge
+//!   fields into it) or `rekey` it (move it to a new key, e.g. from `pending:X` to the id
+//!   the server gave): both change a record **only if it exists**, so an answer arriving
+//!   after the user deleted the record locally — late, or replayed after a crash — never
+//!   brings it back ([`patched`], [`rekeyed`]).
+//! - **Replay.** A crash after the server committed leaves the row `sending`; it is sent
+//!   again after the lease, the gate replays the same receipt, and the same port maps it
+//!   to the same writes. The first ACK and its record writes commit together, so there is
+//!   no state in which one happened without the other.
+
+use crate::conflict::{usable_actual_revision, REVISION_UNKNOWN};
+use crate::enqueue::target_of;
+use crate::input::NewOperation;
+use crate::outcome::Outcome;
+use crate::row::Row;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The object store of the queue itself: never a record store.
+pub const QUEUE_STORE: &str = "outbox";
+
+/// At most this many record writes per enqueue or answer.
+pub const MAX_WRITES: usize = 1_000;
+
+/// One write to an app store, as the app declared it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordWrite {
+    /// Store `value`; under `key` when given (set at the store's key path, or as the
+    /// out-of-line key), else under the key the value holds.
+    Put {
+        /// App store.
+        store: String,
+        /// The record.
+        value: Value,
+        /// Its key, when not (only) in the value.
+        key: Option<Value>,
+    },
+    /// Remove the record under `key` (nothing if there is none).
+    Delete {
+        /// App store.
+        store: String,
+        /// Record key.
+        key: Value,
+    },
+    /// Merge `set` into the record under `key`, if there is one.
+    Patch {
+        /// App store.
+        store: String,
+        /// Record key.
+        key: Value,
+        /// Fields to set.
+        set: Map<String, Value>,
+    },
+    /// Move the record under `from` to `to` with `set` merged in, if there is one.
+    Rekey {
+        /// App store.
+        store: String,
+        /// Current key.
+        from: Value,
+        /// New key.
+        to: Value,
+        /// Fields to set.
+        set: Map<String, Value>,
+    },
+}
+
+impl RecordWrite {
+    /// The store written.
+    #[must_use]
+    pub fn store(&self) -> &str {
+        match self {
+            RecordWrite::Put { store, .. }
+            | RecordWrite::Delete { store, .. }
+            | RecordWrite::Patch { store, .. }
+            | RecordWrite::Rekey { store, .. } => store,
+        }
+    }
+
+    /// The keys it may change (for the cross-tab notice). A put without a key names none:
+    /// its key is in the value, at the store's key path, which only the store knows.
+    #[must_use]
+    pub fn keys(&self) -> Vec<&Value> {
+        match self {
+            RecordWrite::Put { key, .. } => key.iter().collect(),
+            RecordWrite::Delete { key, .. } | RecordWrite::Patch { key, .. } => vec![key],
+            RecordWrite::Rekey { from, to, .. } => vec![from, to],
+        }
+    }
+}
+
+/// Why record writes were refused (nothing is written).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritesError(pub String);
+
+impl fmt::Display for WritesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WritesError {}
+
+/// A record write as given, before its `atTarget` key is known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteInput {
+    write: RecordWrite,
+    at_target: bool,
+}
+
+/// True for a JSON value IndexedDB accepts as a key: a string, a finite number, or a
+/// non-empty-or-empty array of keys (nested at most 8 deep).
+#[must_use]
+pub fn is_key(v: &Value) -> bool {
+    fn depth(v: &Value, d: usize) -> bool {
+        match v {
+            Value::String(_) => true,
+            Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+            Value::Array(a) => d < 8 && a.iter().all(|x| depth(x, d + 1)),
+            _ => false,
+        }
+    }
+    depth(v, 0)
+}
+
+fn key_of(obj: &Map<String, Value>, field: &str, at: &str) -> Result<Value, WritesError> {
+    match obj.get(field) {
+        Some(k) if is_key(k) => Ok(k.clone()),
+        _ => Err(WritesError(format!("`{at}.{field}` must be a key: a string, a number or an array of them"))),
+    }
+}
+
+fn set_of(obj: &Map<String, Value>, at: &str, required: bool) -> Result<Map<String, Value>, WritesError> {
+    match obj.get("set") {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        None | Some(Value::Null) if !required => Ok(Map::new()),
+        _ => Err(WritesError(format!("`{at}.set` must be an object of fields to set"))),
+    }
+}
+
+/// Reads the app's record writes (`writes` of `enqueue`, or what `reconcile` returned):
+/// `null`/absent is none; otherwise an array of `{store, put, key?, atTarget?}`,
+/// `{store, delete}`, `{store, patch, set}` or `{store, rekey, to, set?}`. `at` names the
+/// argument in errors.
+///
+/// # Errors
+/// [`WritesError`] naming the first bad write: not an object, no store or the queue's own
+/// store, not exactly one of `put`/`delete`/`patch`/`rekey`, a key IndexedDB would refuse,
+/// a `set` that is not an object, `atTarget` where `put` is not used, more than
+/// [`MAX_WRITES`].
+pub fn parse_writes(v: &Value, at: &str) -> Result<Vec<WriteInput>, WritesError> {
+    let list = match v {
+        Value::Null => return Ok(vec![]),
+        Value::Array(a) => a,
+        _ => return Err(WritesError(format!("`{at}` must be an array of record writes"))),
+    };
+    if list.len() > MAX_WRITES {
+        return Err(WritesError(format!("`{at}` holds more than {MAX_WRITES} record writes")));
+    }
+    list.iter().enumerate().map(|(i, w)| parse_one(w, &format!("{at}[{i}]"))).collect()
+}
+
+fn parse_one(v: &Value, at: &str) -> Result<WriteInput, WritesError> {
+    let obj = v.as_object().ok_or_else(|| WritesError(format!("`{at}` must be an object")))?;
+    let store = match obj.get("store") {
+        Some(Value::String(s)) if !s.is_empty() && s != QUEUE_STORE => s.clone(),
+        Some(Value::String(s)) if s == QUEUE_STORE => {
+            return Err(WritesError(format!("`{at}.store` is the queue's own store; name an app store")))
+        }
+        _ => return Err(WritesError(format!("`{at}.store` must be the name of an app store"))),
+    };
+    let actions: Vec<&str> = ["put", "delete", "patch", "rekey"].into_iter().filter(|a| obj.contains_key(*a)).collect();
+    let [action] = actions.as_slice() else {
+        return Err(WritesError(format!("`{at}` must have exactly one of put, delete, patch, rekey")));
+    };
+    let at_target = match obj.get("atTarget") {
+        None | Some(Value::Null | Value::Bool(false)) => false,
+        Some(Value::Bool(true)) if *action == "put" => true,
+        Some(Value::Bool(true)) => return Err(WritesError(format!("`{at}.atTarget` goes only with put"))),
+        Some(_) => return Err(WritesError(format!("`{at}.atTarget` must be a boolean"))),
+    };
+    let write = match *action {
+        "put" => {
+            let key = match obj.get("key") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(key_of(obj, "key", at)?),
+            };
+            if at_target && key.is_some() {
+                return Err(WritesError(format!("`{at}` has both `key` and `atTarget`")));
+            }
+            RecordWrite::Put { store, value: obj["put"].clone(), key }
+        }
+        "delete" => RecordWrite::Delete { store, key: key_of(obj, "delete", at)? },
+        "patch" => RecordWrite::Patch { store, key: key_of(obj, "patch", at)?, set: set_of(obj, at, true)? },
+        _ => RecordWrite::Rekey {
+            store,
+            from: key_of(obj, "rekey", at)?,
+            to: key_of(obj, "to", at)?,
+            set: set_of(obj, at, false)?,
+        },
+    };
+    Ok(WriteInput { write, at_target })
+}
+
+/// The writes that commit with the enqueue of `op` under the fresh id `id`, whatever the
+/// enqueue planned (a new row, a merge, a cancelled create): every write as given, a put
+/// `atTarget` keyed by the operation's target (for a create without one, `pending:<id>`).
+#[must_use]
+pub fn enqueue_records(op: &NewOperation, id: &str, inputs: &[WriteInput]) -> Vec<RecordWrite> {
+    resolve(inputs, &target_of(op, id))
+}
+
+/// The writes the `reconcile` port gave for `r`, a put `atTarget` keyed by the row's target.
+#[must_use]
+pub fn answer_records(inputs: &[WriteInput], r: &Reconcile) -> Vec<RecordWrite> {
+    resolve(inputs, &r.row.target)
+}
+
+fn resolve(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
+    inputs
+        .iter()
+        .map(|i| match (&i.write, i.at_target) {
+            (RecordWrite::Put { store, value, .. }, true) => {
+                RecordWrite::Put { store: store.clone(), value: value.clone(), key: Some(Value::String(target.to_owned())) }
+            }
+            (w, _) => w.clone(),
+        })
+        .collect()
+}
+
+/// How an attempt ended for good, as the app's `reconcile` port sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The server applied it (or replayed the stored answer).
+    Success {
+        /// The server's receipt.
+        receipt: Value,
+        /// The gate replayed a stored answer.
+        replayed: bool,
+    },
+    /// Refused for good: the row is quarantined for the user (`retryBlocked`/`discard`).
+    Blocked {
+        /// Why.
+        code: String,
+    },
+    /// A revision conflict: a successor with the server's revision was queued (§9).
+    Conflict {
+        /// The server's current revision.
+        actual_revision: Value,
+    },
+}
+
+/// What the `reconcile` port is asked about: the row as it was claimed, and its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reconcile {
+    /// The row the answer is for.
+    pub row: Row,
+    /// The answer.
+    pub answer: Answer,
+}
+
+/// The reconciliation an answer calls for, if the ACK of `row` commits: a success, a
+/// permanent refusal, a conflict (blocked when the server gave no usable revision, §9).
+/// Transient and auth answers leave the row queued and the record as it is: `None`.
+#[must_use]
+pub fn reconcile_for(row: &Row, outcome: &Outcome) -> Option<Reconcile> {
+    let answer = match outcome {
+        Outcome::Success { receipt, replayed } => Answer::Success { receipt: receipt.clone(), replayed: *replayed },
+        Outcome::Permanent { code } => Answer::Blocked { code: code.clone() },
+        Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
+            Answer::Blocked { code: REVISION_UNKNOWN.to_owned() }
+        }
+        Outcome::Conflict { actual_revision } => Answer::Conflict { actual_revision: actual_revision.clone() },
+        Outcome::Transient { .. } | Outcome::Auth => return None,
+    };
+    Some(Reconcile { row: row.clone(), answer })
+}
+
+/// `current` with `set` merged in (shallow: each field of `set` replaces the record's);
+/// `None` when there is no record — a patch never creates one.
+#[must_use]
+pub fn patched(current: Option<&Value>, set: &Map<String, Value>) -> Option<Value> {
+    let mut obj = current?.as_object()?.clone();
+    for (k, v) in set {
+        obj.insert(k.clone(), v.clone());
+    }
+    Some(Value::Object(obj))
+}
+
+/// The record moved to `to`: `current` patched with `set`, with `to` at the key path
+/// `key_path` (a dotted path; `None` for a store with out-of-line keys). `None` when there
+/// is no record — a rekey never creates one.
+#[must_use]
+pub fn rekeyed(current: Option<&Value>, key_path: Option<&str>, to: &Value, set: &Map<String, Value>) -> Option<Value> {
+    let mut value = patched(current, set)?;
+    if let Some(path) = key_path {
+        set_at_path(&mut value, path, to.clone());
+    }
+    Some(value)
+}
+
+/// Sets `v` at the dotted `path` of `obj`, creating objects on the way (as IndexedDB's key
+/// generator does for an inline key path).
+pub fn set_at_path(obj: &mut Value, path: &str, v: Value) {
+    let mut cur = obj;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let map = cur.as_object_mut().expect("made an object above");
+        if parts.peek().is_none() {
+            map.insert(part.to_owned(), v);
+            return;
+        }
+        cur = map.entry(part.to_owned()).or_insert_with(|| Value::Object(Map::new()));
+    }
+}
