@@ -96,7 +96,7 @@ impl MemStore {
         for put in &plan.puts {
             self.seed(put.clone());
         }
-        let reconciled = plan.reconcile.as_ref().map(|r| port(r)).unwrap_or_default();
+        let reconciled = plan.reconcile.as_ref().map(port).unwrap_or_default();
         for w in plan.records.iter().chain(&reconciled) {
             self.write_record(w);
         }
