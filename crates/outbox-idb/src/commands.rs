@@ -4,6 +4,8 @@
 use crate::convert::{fields_from_js, from_js, outcome_from_js, row_to_js, to_js, unsendable_reason};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
+use crate::idb::records::AppStores;
+use crate::idb::store::{Planner, RecordPort};
 use crate::idb::Durability;
 use crate::outbox::{id_arg, owner_arg, promise, Outbox};
 use js_sys::{Array, Promise};
@@ -13,6 +15,7 @@ use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
+use outbox_core::records::{enqueue_records, parse_writes, WriteInput};
 use outbox_core::row::{find_stored as find, stored_order_key};
 use outbox_core::{decode, encode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
@@ -25,6 +28,23 @@ fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
     let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
     let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
     entry
+}
+
+/// `options.writes` of `enqueue`: the app's record writes (none when absent).
+fn writes_arg(options: &JsValue) -> Result<Vec<WriteInput>, OutboxError> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(vec![]);
+    }
+    let writes = match fields_from_js(options, "options")?.get_mut("writes") {
+        Some(w) => w.take(),
+        None => Value::Null,
+    };
+    parse_writes(&writes, "options.writes").map_err(|e| OutboxError::invalid(e.0))
+}
+
+/// A required app store name.
+fn app_store_arg(v: &JsValue) -> Result<String, OutboxError> {
+    v.as_string().filter(|s| !s.is_empty()).ok_or_else(|| OutboxError::invalid("`store` must be an app store's name"))
 }
 
 /// The decodable row `id` of `owner`, as stored now (read outside any write).
@@ -66,9 +86,15 @@ async fn owner_wide(
 #[wasm_bindgen(js_class = Outbox)]
 impl Outbox {
     /// Queues one operation (SPEC §7). Resolves with the stored row, or `null` when it
-    /// cancelled an unsent create. Commits with `durability: "strict"`.
+    /// cancelled an unsent create. Commits with `durability: "strict"`. `options.writes`
+    /// are the app's record writes, committed in the same transaction whatever the enqueue
+    /// planned (a new row, a merge, a cancelled create), or not at all.
     #[wasm_bindgen(unchecked_return_type = "Promise<OutboxRow | null>")]
-    pub fn enqueue(&self, #[wasm_bindgen(unchecked_param_type = "EnqueueInput")] op: JsValue) -> Promise {
+    pub fn enqueue(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "EnqueueInput")] op: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
@@ -76,23 +102,72 @@ impl Outbox {
                 return Err(OutboxError::invalid("the operation must be an object {owner, kind, target?, body, …}"));
             }
             let op = NewOperation::from_json(&fields_from_js(&op, "")?)?;
+            let writes = writes_arg(&options)?;
             let id = uuid::Uuid::new_v4().to_string();
             let reissue = uuid::Uuid::new_v4().to_string();
             let now = inner.now();
+            let records = enqueue_records(&op, &id, &writes);
+            let port = RecordPort { stores: AppStores::of(&records), reconcile: None };
             let mut stored = None;
-            let r = inner
-                .store
-                .transact(&[enqueue_scope(&op, &id)], Durability::Strict, |rows| {
-                    let p = plan_enqueue(&op, &id, &reissue, rows, &inner.tab, now);
-                    stored = Some(p.row.as_ref().map(encode));
-                    Some(p.plan)
-                })
-                .await?;
-            if r != Some(ReplaceOutcome::Committed) {
+            let scopes = vec![enqueue_scope(&op, &id)];
+            let planner: Planner<'_> = Box::new(|rows| {
+                let mut p = plan_enqueue(&op, &id, &reissue, rows, &inner.tab, now);
+                p.plan.records = records.clone();
+                stored = Some(p.row.as_ref().map(encode));
+                Some(p.plan)
+            });
+            let (r, changed) = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port).await?;
+            if r.first() != Some(&Some(ReplaceOutcome::Committed)) {
                 return Err(OutboxError::storage("enqueue", &"the scope changed inside its own transaction".into()));
             }
-            inner.notifier.changed("enqueue", Some(&op.owner));
+            inner.notifier.changed_records("enqueue", Some(&op.owner), &changed);
             Ok(stored.flatten().map_or(JsValue::NULL, |v| row_to_js(&v)))
+        })
+    }
+
+    /// The app record under `key` in `store`, or `undefined`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<unknown>")]
+    pub fn record(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] store: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "IDBValidKey")] key: JsValue,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let store = app_store_arg(&store)?;
+            inner.store.read_record(&store, &key).await
+        })
+    }
+
+    /// The app records of `store` in key order; `query.index` reads through an index,
+    /// `query.range` (an `IDBKeyRange` or a key) bounds them.
+    #[wasm_bindgen(unchecked_return_type = "Promise<unknown[]>")]
+    pub fn records(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] store: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "RecordsQuery")] query: JsValue,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        promise(async move {
+            inner.check_open()?;
+            let store = app_store_arg(&store)?;
+            let get = |k: &str| {
+                if query.is_object() {
+                    js_sys::Reflect::get(&query, &k.into()).unwrap_or(JsValue::UNDEFINED)
+                } else {
+                    JsValue::UNDEFINED
+                }
+            };
+            let index = match get("index") {
+                i if i.is_undefined() || i.is_null() => None,
+                i => Some(
+                    i.as_string()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| OutboxError::invalid("`query.index` must be an index name"))?,
+                ),
+            };
+            inner.store.read_records(&store, index.as_deref(), &get("range")).await
         })
     }
 

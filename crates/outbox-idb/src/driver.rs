@@ -5,12 +5,14 @@
 
 use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_js};
 use crate::error::{OutboxError, Result};
-use crate::idb::store::Planner;
+use crate::idb::records::AppStores;
+use crate::idb::store::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
 use crate::inner::Inner;
 use futures_util::future::{FutureExt, LocalBoxFuture};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use js_sys::{Function, Promise, Reflect};
+use outbox_core::records::{answer_records, parse_writes, Answer, Reconcile, RecordWrite};
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,6 +26,8 @@ pub struct Ports {
     pub send: Option<Function>,
     pub prepare_successor: Option<Function>,
     pub find_create_receipt: Option<Function>,
+    /// Maps an answer to the app's record writes, in the ACK's transaction.
+    pub reconcile: Option<Function>,
 }
 
 impl Ports {
@@ -46,12 +50,37 @@ impl Ports {
             send: if with_send { f("send")? } else { None },
             prepare_successor: f("prepareSuccessor")?,
             find_create_receipt: f("findCreateReceipt")?,
+            reconcile: f("reconcile")?,
         };
         if with_send && ports.send.is_none() {
             return Err(OutboxError::invalid("flush needs `send`, a function (op) => Outcome"));
         }
         Ok(ports)
     }
+}
+
+/// Calls the app's `reconcile` port synchronously (inside the ACK's transaction) with
+/// `{row, answer}` and reads the record writes it returns.
+fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<RecordWrite>, String> {
+    let answer = match &r.answer {
+        Answer::Success { receipt, replayed } => {
+            serde_json::json!({"type": "success", "receipt": receipt, "replayed": replayed})
+        }
+        Answer::Blocked { code } => serde_json::json!({"type": "blocked", "code": code}),
+        Answer::Conflict { actual_revision } => {
+            serde_json::json!({"type": "conflict", "actualRevision": actual_revision})
+        }
+    };
+    let arg = js_sys::Object::new();
+    let _ = Reflect::set(&arg, &"row".into(), &row_to_js(&encode(&r.row)));
+    let _ = Reflect::set(&arg, &"answer".into(), &to_js(&answer));
+    let ret = f.call1(&JsValue::NULL, &arg).map_err(|_| "reconcile threw".to_owned())?;
+    if ret.is_instance_of::<Promise>() {
+        return Err("reconcile returned a promise: it must return the writes themselves".into());
+    }
+    let writes = from_js(&ret, "reconcile()").map_err(|e| e.message)?;
+    let inputs = parse_writes(&writes, "reconcile()").map_err(|e| e.0)?;
+    Ok(answer_records(&inputs, r))
 }
 
 /// Calls an app function with one argument and awaits its result if it is a promise.
@@ -86,7 +115,7 @@ async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushRepo
             }
         }
         if !writes.is_empty() {
-            running.push(Box::pin(write_together(inner.clone(), flush.clone(), owner.clone(), writes)));
+            running.push(Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)));
         }
         match running.next().await {
             Some(r) => r?,
@@ -111,6 +140,7 @@ async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushRepo
 async fn write_together(
     inner: Rc<Inner>,
     flush: Rc<RefCell<Flush>>,
+    ports: Ports,
     owner: String,
     writes: Vec<(Token, Vec<Scope>)>,
 ) -> Result<()> {
@@ -125,9 +155,14 @@ async fn write_together(
             (scopes.clone(), planner)
         })
         .collect();
-    let results = inner.store.transact_many(items, Durability::Default).await?;
+    let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
+    let port = RecordPort {
+        stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
+        reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
+    };
+    let (results, changed) = inner.store.transact_records(items, Durability::Default, &port).await?;
     if results.contains(&Some(ReplaceOutcome::Committed)) {
-        inner.notifier.changed("flush", Some(&owner));
+        inner.notifier.changed_records("flush", Some(&owner), &changed);
     }
     let conflicts_before = flush.borrow().report().counters.conflicts;
     for ((token, _), result) in writes.iter().zip(results) {
@@ -152,7 +187,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         }
         Request::Write { token, scopes } => {
             let owner = flush.borrow().owner().to_owned();
-            write_together(inner, flush, owner, vec![(token, scopes)]).await?;
+            write_together(inner, flush, ports, owner, vec![(token, scopes)]).await?;
         }
         Request::Send { token, op } => {
             let outcome = match &ports.send {

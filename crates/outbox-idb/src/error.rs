@@ -23,6 +23,10 @@ pub enum ErrorCode {
     /// The browser refused to store more for this site (`QuotaExceededError`). Nothing of
     /// the failed call was written.
     Quota,
+    /// The database holds the app stores of a newer app version (`records.version`) than
+    /// this page declares: another tab runs a newer app. Nothing was opened or changed;
+    /// reloading this page with the newer app opens it.
+    SchemaNewer,
 }
 
 impl ErrorCode {
@@ -35,6 +39,7 @@ impl ErrorCode {
             ErrorCode::Closed => "CLOSED",
             ErrorCode::Blocked => "BLOCKED",
             ErrorCode::Quota => "QUOTA",
+            ErrorCode::SchemaNewer => "SCHEMA_NEWER",
         }
     }
 }
@@ -49,6 +54,18 @@ pub struct OutboxError {
 }
 
 impl OutboxError {
+    /// A `SCHEMA_NEWER` error: the database is at app schema `have`, the page declares
+    /// `declared`.
+    pub fn schema_newer(have: u32, declared: u32) -> OutboxError {
+        OutboxError {
+            code: ErrorCode::SchemaNewer,
+            message: format!(
+                "the database holds app records at schema version {have}, newer than this page's {declared}: \
+                 another tab runs a newer version of the app; reload this page"
+            ),
+        }
+    }
+
     /// An `INVALID_ARGUMENT` error.
     pub fn invalid(message: impl Into<String>) -> OutboxError {
         OutboxError { code: ErrorCode::InvalidArgument, message: message.into() }

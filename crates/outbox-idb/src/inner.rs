@@ -2,6 +2,7 @@
 //! its counters and its cross-tab notifier.
 
 use crate::error::{OutboxError, Result};
+use crate::idb::app_schema::AppSchema;
 use crate::idb::Store;
 use crate::notify::Notifier;
 use js_sys::{Function, Reflect};
@@ -24,6 +25,8 @@ pub struct Options {
     pub concurrency: usize,
     /// How long opening (and a lazy reopen) may wait for other tabs before `BLOCKED`.
     pub open_timeout_ms: u32,
+    /// The app's own stores in the same database (`records`).
+    pub records: Option<AppSchema>,
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
@@ -84,7 +87,12 @@ impl Options {
         let concurrency = optional_number(v, "concurrency", 1.0)?.map_or(4, |n| n as usize);
         let open_timeout_ms = optional_number(v, "openTimeoutMs", 1.0)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
+        let records = match get(v, "records") {
+            r if r.is_undefined() || r.is_null() => None,
+            r => AppSchema::parse(&crate::convert::from_js(&r, "records")?)?,
+        };
         Ok(Options {
+            records,
             db_name,
             tab_id,
             lease_ms,

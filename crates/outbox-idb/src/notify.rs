@@ -40,7 +40,25 @@ impl Notifier {
 
     /// Announces a committed change of `what` (e.g. `"enqueue"`) to every tab.
     pub fn changed(&self, what: &str, owner: Option<&str>) {
+        self.changed_records(what, owner, &[]);
+    }
+
+    /// [`Notifier::changed`], naming the app records the change wrote (`records:
+    /// [{store, key}]`, present only when some were), so other tabs re-render only those.
+    pub fn changed_records(&self, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) {
         let msg = js_sys::Object::new();
+        if !records.is_empty() {
+            let list: js_sys::Array = records
+                .iter()
+                .map(|(store, key)| {
+                    let r = js_sys::Object::new();
+                    let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
+                    let _ = js_sys::Reflect::set(&r, &"key".into(), key);
+                    JsValue::from(r)
+                })
+                .collect();
+            let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
+        }
         let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &self.tab_id.as_str().into());
         let _ = js_sys::Reflect::set(&msg, &"change".into(), &what.into());
         let _ = js_sys::Reflect::set(&msg, &"owner".into(), &owner.map_or(JsValue::NULL, JsValue::from));

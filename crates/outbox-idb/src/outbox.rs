@@ -50,7 +50,7 @@ impl Outbox {
     /// from opening for `openTimeoutMs`; `STORAGE` or `QUOTA` when it cannot be opened.
     pub async fn open_with(options: JsValue) -> Result<Outbox> {
         let opts = Options::parse(&options)?;
-        let store = Store::open_with(&opts.db_name, opts.open_timeout_ms).await?;
+        let store = Store::open_app(&opts.db_name, opts.open_timeout_ms, opts.records.clone()).await?;
         Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) })
     }
 }

@@ -63,6 +63,58 @@ export interface OpenOptions {
    * this app to let go of the database before failing with code `BLOCKED` (default 5000).
    */
   openTimeoutMs?: number;
+  /**
+   * The app's own object stores, kept in this same database so that a record and its queue
+   * row commit in one transaction (`enqueue(op, {writes})`, `reconcile`). Raise `version`
+   * whenever `stores` changes: missing stores and indexes are created, a changed index is
+   * replaced, no store is ever deleted. A database holding a newer `version` (another tab
+   * runs a newer app) is refused with `SCHEMA_NEWER`.
+   */
+  records?: RecordsSchema;
+}
+
+export interface RecordsSchema {
+  version: number;
+  stores: Array<{
+    name: string;
+    keyPath?: string | string[];
+    autoIncrement?: boolean;
+    indexes?: Array<{ name: string; keyPath: string | string[]; unique?: boolean; multiEntry?: boolean }>;
+  }>;
+}
+
+/** A JSON key IndexedDB accepts: a string, a finite number, or an array of those. */
+export type RecordKey = string | number | RecordKey[];
+
+/**
+ * One write to an app store, committed with the queue change it goes with. `put` stores a
+ * JSON record (under `key`, or `atTarget`: under the operation's target — a create without
+ * a target gets its `pending:` key); `patch` merges `set` into a record and `rekey` moves
+ * one to `to` (with `set` merged in) — both only if the record exists, so an answer never
+ * brings back a record the user deleted.
+ */
+export type RecordWrite =
+  | { store: string; put: unknown; key?: RecordKey; atTarget?: boolean }
+  | { store: string; delete: RecordKey }
+  | { store: string; patch: RecordKey; set: Record<string, unknown> }
+  | { store: string; rekey: RecordKey; to: RecordKey; set?: Record<string, unknown> };
+
+export interface EnqueueOptions {
+  /** Record writes committed in the enqueue's own transaction, whatever it planned. */
+  writes?: RecordWrite[];
+}
+
+/** How an attempt ended, as `reconcile` sees it. */
+export type ReconcileAnswer =
+  | { type: "success"; receipt: unknown; replayed: boolean }
+  | { type: "blocked"; code: string }
+  | { type: "conflict"; actualRevision: unknown };
+
+export interface RecordsQuery {
+  /** Read through this index of the store. */
+  index?: string;
+  /** An `IDBKeyRange` or a key; absent: every record. */
+  range?: IDBKeyRange | IDBValidKey;
 }
 
 /**
@@ -71,7 +123,7 @@ export interface OpenOptions {
  * called before `await init()` (or `Outbox.open`, which loads it), or the module could not
  * be fetched or read.
  */
-export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED";
+export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED" | "SCHEMA_NEWER";
 
 export interface EnqueueInput {
   owner: string;
@@ -135,6 +187,14 @@ export interface AckPorts {
    */
   prepareSuccessor?: (a: { intent: OutboxRow; predecessor: OutboxRow | null; receipt: unknown }) => Prepared | Promise<Prepared>;
   findCreateReceipt?: (a: { owner: string; operationId: string }) => unknown | null | Promise<unknown | null>;
+  /**
+   * Maps an answer that ends an attempt (success, blocked, conflict) to record writes,
+   * committed in the ACK's own transaction — only while the claim is still this tab's, so a
+   * stale answer changes neither the row nor the records. Synchronous: it returns the
+   * writes (not a promise). If it throws, the answer is not applied and the row is sent
+   * again after its lease (the gate replays the answer).
+   */
+  reconcile?: (a: { row: OutboxRow; answer: ReconcileAnswer }) => RecordWrite[];
 }
 
 export interface FlushOptions extends AckPorts {
@@ -171,7 +231,13 @@ export interface Metrics extends Counters {
   undecodable: number;
 }
 
-export interface ChangeNotice { tabId: string; change: string; owner: string | null }
+export interface ChangeNotice {
+  tabId: string;
+  change: string;
+  owner: string | null;
+  /** The app records the change wrote, when it wrote some. */
+  records?: Array<{ store: string; key: IDBValidKey }>;
+}
 
 /**
  * Errors thrown by the package: `name` is `"OutboxError"` and `code` is stable. A `catch`

@@ -44,7 +44,13 @@ async fn replace_concurrent_plans_on_one_expected_state_exactly_one_commits() {
     let store = Store::open(&db_name("concurrent")).await.unwrap();
     let row = json!({"id": "r1", "owner": "o", "target": "t", "kind": "update", "body": {"n": 0}, "savedAt": 1,
                      "state": "queued"});
-    let seed = ReplacePlan { scopes: vec![], expected: vec![], deletes: vec![], puts: vec![row.clone()] };
+    let seed = ReplacePlan {
+        scopes: vec![],
+        expected: vec![],
+        deletes: vec![],
+        puts: vec![row.clone()],
+        ..Default::default()
+    };
     let r = store.transact(&[], Durability::Strict, |_| Some(seed)).await.unwrap();
     assert_eq!(r, Some(ReplaceOutcome::Committed));
     let scope = vec![Scope::target("o", "t")];
@@ -59,7 +65,13 @@ async fn replace_concurrent_plans_on_one_expected_state_exactly_one_commits() {
                     let mut put = current.first()?.clone();
                     put["body"]["n"] = json!(put["body"]["n"].as_i64()? + 1);
                     put["body"]["writer"] = json!(i);
-                    Some(ReplacePlan { scopes: scope, expected: read, deletes: vec![], puts: vec![put] })
+                    Some(ReplacePlan {
+                        scopes: scope,
+                        expected: read,
+                        deletes: vec![],
+                        puts: vec![put],
+                        ..Default::default()
+                    })
                 })
                 .await
                 .unwrap()
@@ -88,6 +100,7 @@ async fn replace_with_a_stale_plan_writes_nothing() {
         expected: vec![wrong],
         deletes: vec!["r1".into()],
         puts: vec![json!({"id": "r2", "owner": "o", "target": "t"})],
+        ..Default::default()
     };
     let r = store.transact(&[Scope::target("o", "t")], Durability::Default, |_| Some(plan)).await.unwrap();
     assert_eq!(r, Some(ReplaceOutcome::Stale));
@@ -124,7 +137,11 @@ async fn enqueue_claim_ack_follow_the_contract() {
     let db = db_name("claim");
     let a = open(&db, "tab-a").await;
     let b = open(&db, "tab-b").await;
-    let row = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 80}})))).await;
+    let row = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 80}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     assert_eq!(row["state"], "queued");
     assert_eq!(row["fingerprint"].as_str().unwrap().len(), 64);
     let id: JsValue = row["id"].as_str().unwrap().into();
@@ -135,8 +152,11 @@ async fn enqueue_claim_ack_follow_the_contract() {
     assert_eq!(ok(b.claim("bob".into(), id.clone())).await, Value::Null, "another owner's row");
 
     // An edit while it is in flight becomes its successor.
-    let succ =
-        ok(b.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 81}})))).await;
+    let succ = ok(b.enqueue(
+        obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 81}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     assert_eq!(succ["successorOf"], row["id"]);
 
     // Lease over: B takes over with fence 2; A's late answers change nothing.
@@ -165,13 +185,17 @@ async fn enqueue_claim_ack_follow_the_contract() {
 async fn flush_drains_successors_and_intents_in_one_call() {
     let db = db_name("flush");
     let a = open(&db, "tab-a").await;
-    let c = ok(a.enqueue(obj(json!({"owner": "alice", "kind": "create", "body": {"name": "x"}})))).await;
+    let c = ok(a.enqueue(obj(json!({"owner": "alice", "kind": "create", "body": {"name": "x"}})), JsValue::UNDEFINED))
+        .await;
     let target = c["target"].as_str().unwrap().to_owned();
     assert_eq!(target, format!("pending:{}", c["id"].as_str().unwrap()));
     // Claim the create by hand (outcome unknown), so the edit becomes an intent.
     let ticket = ok(a.claim("alice".into(), c["id"].as_str().unwrap().into())).await;
-    let u =
-        ok(a.enqueue(obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})))).await;
+    let u = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     assert_eq!(u["successorOf"], c["id"]);
     // The create's answer never came; later its lease ends and a flush resends it.
     let _ = ticket;
@@ -212,7 +236,8 @@ async fn undecodable_rows_are_left_untouched_and_reported() {
     let orphan = json!({"id": "noowner", "savedAt": 2});
     let seed = ReplacePlan { puts: vec![bad.clone(), orphan.clone()], ..Default::default() };
     store.transact(&[], Durability::Default, |_| Some(seed)).await.unwrap();
-    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED))
+        .await;
     ok(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
     assert_eq!(ok(a.purge_owner("alice".into())).await, 0);
     let stored = all_rows(&store).await;
@@ -289,13 +314,13 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
         json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}, "revision": {"v": 1}}),
     ];
     for op in bad_ops {
-        assert_eq!(code_of(a.enqueue(obj(op))).await, "INVALID_ARGUMENT");
+        assert_eq!(code_of(a.enqueue(obj(op), JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
     }
     let cyclic = Object::new();
     set(&cyclic, "owner", &"alice".into());
     set(&cyclic, "kind", &"create".into());
     set(&cyclic, "body", &js_fn("", "return 1;"));
-    assert_eq!(code_of(a.enqueue(cyclic.into())).await, "INVALID_ARGUMENT");
+    assert_eq!(code_of(a.enqueue(cyclic.into(), JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(a.rows("".into())).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(a.rows(JsValue::from(3))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(a.claim("alice".into(), JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
@@ -368,7 +393,8 @@ async fn opening_upgrades_an_earlier_schema_without_losing_rows() {
 async fn another_tabs_upgrade_is_not_blocked_and_this_tab_reopens() {
     let db = db_name("versionchange");
     let a = open(&db, "tab-a").await;
-    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED))
+        .await;
     let script = format!(
         "return new Promise((ok, err) => {{
             const r = indexedDB.open('{db}', 50);
@@ -394,11 +420,13 @@ async fn subscribe_hears_changes_and_unsubscribe_stops_it() {
     })
     .into_js_value();
     let unsubscribe: Function = a.subscribe(cb).unwrap().unchecked_into();
-    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})))).await;
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED))
+        .await;
     assert_eq!(heard.length(), 1);
     assert_eq!(from_js(&heard.get(0), "n").unwrap()["change"], "enqueue");
     unsubscribe.call0(&JsValue::NULL).unwrap();
-    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})))).await;
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})), JsValue::UNDEFINED))
+        .await;
     assert_eq!(heard.length(), 1);
 }
 
@@ -452,9 +480,11 @@ async fn an_engine_without_durability_commits_with_its_default() {
     let a = Outbox::open_with(options(&db, "tab-a")).await;
     let outcome = match &a {
         Ok(a) => {
-            let row =
-                settle(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}}))))
-                    .await;
+            let row = settle(a.enqueue(
+                obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})),
+                JsValue::UNDEFINED,
+            ))
+            .await;
             let rep = settle(a.flush(flush_opts("alice", js_fn("op", "return {type: 'success', receipt: {}};")))).await;
             let left = settle(a.rows("alice".into())).await;
             Ok((row, rep, left))

@@ -276,9 +276,12 @@ async fn close_during_a_reopen_does_not_resurrect_the_connection() {
 async fn a_freed_outbox_does_not_block_another_tabs_upgrade() {
     let db = db_name("freed");
     let a = Outbox::open_with(options(&db)).await.expect("open");
-    done(a.enqueue(to_js(&json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}}))).into())
-        .await
-        .expect("enqueue");
+    done(
+        a.enqueue(to_js(&json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED)
+            .into(),
+    )
+    .await
+    .expect("enqueue");
     let spy = js(
         "db",
         "const orig = IDBDatabase.prototype.close; const spy = {closed: 0};

@@ -24,8 +24,8 @@ fn command(n: i64) -> JsValue {
 async fn s7_two_merge_false_updates_are_two_rows_chained_and_sent_in_order() {
     let db = db_name("no-merge");
     let a = open(&db, "tab-a").await;
-    let first = ok(a.enqueue(command(5))).await;
-    let second = ok(a.enqueue(command(8))).await;
+    let first = ok(a.enqueue(command(5), JsValue::UNDEFINED)).await;
+    let second = ok(a.enqueue(command(8), JsValue::UNDEFINED)).await;
     assert_eq!(first["noMerge"], true);
     assert_eq!(second["noMerge"], true);
     assert_ne!(first["id"], second["id"], "two rows, not one merged");
@@ -55,7 +55,7 @@ async fn s3_a_merge_that_is_not_a_boolean_is_refused() {
     let db = db_name("no-merge-bad");
     let a = open(&db, "tab-a").await;
     let bad = obj(json!({"owner": "alice", "target": "t", "kind": "update", "body": {}, "merge": "no"}));
-    let err = settle(a.enqueue(bad)).await.expect_err("refused");
+    let err = settle(a.enqueue(bad, JsValue::UNDEFINED)).await.expect_err("refused");
     let (code, message) = coded(&err);
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(message.contains("merge"), "{message}");

@@ -86,19 +86,19 @@ async fn s3_rule4_enqueue_refuses_each_value_json_cannot_hold_naming_its_path() 
     for (body, path, what) in HOSTILE_BODIES {
         let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
         set(&op, "body", &expr(body));
-        let (code, message) = refused(a.enqueue(op)).await;
+        let (code, message) = refused(a.enqueue(op, JsValue::UNDEFINED)).await;
         assert_eq!(code, "INVALID_ARGUMENT", "{body}: {message}");
         assert!(message.contains(&format!("`{path}`")), "{body}: names the path {path}: {message}");
         assert!(message.contains(what), "{body}: says what it is ({what}): {message}");
     }
     let proxy = expr("new Proxy({}, { ownKeys() { throw new Error('no keys'); } })");
-    assert_eq!(refused(a.enqueue(proxy)).await.0, "INVALID_ARGUMENT", "a hostile operation object");
+    assert_eq!(refused(a.enqueue(proxy, JsValue::UNDEFINED)).await.0, "INVALID_ARGUMENT", "a hostile operation object");
     assert_eq!(raw_all(&db).await.length(), 0, "nothing was written");
     // Leaving an optional field of the operation `undefined` is fine: it is absent.
     let op = obj(json!({"owner": "alice", "kind": "create", "body": {"a": 1}}));
     set(&op, "target", &JsValue::UNDEFINED);
     set(&op, "revision", &JsValue::UNDEFINED);
-    assert_eq!(ok(a.enqueue(op)).await["state"], "queued");
+    assert_eq!(ok(a.enqueue(op, JsValue::UNDEFINED)).await["state"], "queued");
 }
 
 /// A value made by `e` in a fresh same-origin iframe: another realm, with its own
@@ -118,17 +118,17 @@ async fn s3_rule4_plain_objects_of_another_realm_are_json() {
     let a = open(&db, "tab-a").await;
     let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
     set(&op, "body", &expr_in_iframe("{ w: 1, list: [1, { c: 'x' }], inner: { n: null } }"));
-    let row = ok(a.enqueue(op)).await;
+    let row = ok(a.enqueue(op, JsValue::UNDEFINED)).await;
     assert_eq!(row["body"], json!({"w": 1, "list": [1, {"c": "x"}], "inner": {"n": null}}));
     // What JSON cannot hold is still refused, whichever realm made it.
     let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
     set(&op, "body", &expr_in_iframe("{ at: new Date(5) }"));
-    let (code, message) = refused(a.enqueue(op)).await;
+    let (code, message) = refused(a.enqueue(op, JsValue::UNDEFINED)).await;
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(message.contains("body.at") && message.contains("Date"), "{message}");
     let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
     set(&op, "body", &expr_in_iframe("new (class Point { constructor() { this.x = 1; } })()"));
-    let (code, message) = refused(a.enqueue(op)).await;
+    let (code, message) = refused(a.enqueue(op, JsValue::UNDEFINED)).await;
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(message.contains("Point"), "{message}");
 }
@@ -147,14 +147,22 @@ async fn a_hostile_body_does_not_poison_the_page() {
     for body in bodies {
         let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
         set(&op, "body", &expr(body));
-        let (code, message) = refused(a.enqueue(op)).await;
+        let (code, message) = refused(a.enqueue(op, JsValue::UNDEFINED)).await;
         assert_eq!(code, "INVALID_ARGUMENT", "{message}");
     }
     // The same page goes on: this outbox, and a fresh one.
-    let row = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})))).await;
+    let row = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     assert_eq!(row["body"], json!({"w": 1}));
     let b = open(&db_name("poison-after"), "tab-b").await;
-    let row = ok(b.enqueue(obj(json!({"owner": "bob", "target": "w:2", "kind": "update", "body": {"w": 2}})))).await;
+    let row = ok(b.enqueue(
+        obj(json!({"owner": "bob", "target": "w:2", "kind": "update", "body": {"w": 2}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     assert_eq!(row["state"], "queued");
     assert_eq!(raw_all(&db).await.length(), 1);
 }
@@ -166,7 +174,7 @@ async fn deep_but_allowed_bodies_round_trip() {
     let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
     // 256 levels below the body: the documented limit, accepted.
     set(&op, "body", &expr("(() => { let o = { end: true }; for (let i = 1; i < 256; i++) o = { o }; return o; })()"));
-    let row = settle(a.enqueue(op)).await.unwrap();
+    let row = settle(a.enqueue(op, JsValue::UNDEFINED)).await.unwrap();
     let mut depth = 1;
     let mut cur = get(&row, "body");
     while get(&cur, "o").is_object() {
@@ -176,15 +184,19 @@ async fn deep_but_allowed_bodies_round_trip() {
     assert_eq!((depth, get(&cur, "end")), (256, JsValue::TRUE));
     let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
     set(&op, "body", &expr("(() => { let o = { end: true }; for (let i = 1; i < 257; i++) o = { o }; return o; })()"));
-    let (code, message) = refused(a.enqueue(op)).await;
+    let (code, message) = refused(a.enqueue(op, JsValue::UNDEFINED)).await;
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(message.contains("256"), "{message}");
 }
 
 /// A blocked update and a blocked delete of `alice`.
 async fn blocked_rows(a: &Outbox) -> (String, String) {
-    let u = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})))).await;
-    let d = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "delete"})))).await;
+    let u = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
+    let d = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "delete"})), JsValue::UNDEFINED)).await;
     let rep = ok(a.flush(flush_opts("alice", "return {type: 'permanent', code: 'INVALID'};"))).await;
     assert_eq!(rep["blocked"], 2);
     (u["id"].as_str().unwrap().to_owned(), d["id"].as_str().unwrap().to_owned())
@@ -224,11 +236,15 @@ async fn s7_retry_blocked_checks_its_body_like_enqueue() {
 async fn s7_a_prepared_successor_that_is_not_json_is_never_sent() {
     let db = db_name("prepare-date");
     let a = open(&db, "tab-a").await;
-    let c = ok(a.enqueue(obj(json!({"owner": "alice", "kind": "create", "body": {"name": "x"}})))).await;
+    let c = ok(a.enqueue(obj(json!({"owner": "alice", "kind": "create", "body": {"name": "x"}})), JsValue::UNDEFINED))
+        .await;
     let target = c["target"].as_str().unwrap().to_owned();
     ok(a.claim("alice".into(), c["id"].as_str().unwrap().into())).await;
-    let u =
-        ok(a.enqueue(obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})))).await;
+    let u = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     let sent = Array::new();
     set(&js_sys::global(), "prepareDateSent", &sent);
     let o = flush_opts(
@@ -254,7 +270,11 @@ async fn s7_a_prepared_successor_that_is_not_json_is_never_sent() {
 async fn s9_a_conflict_answer_that_is_not_json_is_not_stored() {
     let db = db_name("outcome-date");
     let a = open(&db, "tab-a").await;
-    let row = ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})))).await;
+    let row = ok(a.enqueue(
+        obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"w": 1}})),
+        JsValue::UNDEFINED,
+    ))
+    .await;
     let rep = ok(a.flush(flush_opts("alice", "return {type: 'conflict', actualRevision: new Date(3)};"))).await;
     assert_eq!((rep["conflicts"].clone(), rep["deferred"].clone()), (json!(0), json!(1)), "{rep}");
     let rows = ok(a.rows("alice".into())).await;
@@ -408,7 +428,11 @@ async fn s3_rule2_cyclic_and_very_deep_unknown_fields_survive() {
     assert_eq!(get(&cur, "end").as_f64(), Some(1.0), "all 1000 levels kept");
     // The page is fine afterwards.
     assert_eq!(
-        ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})))).await["state"],
+        ok(a.enqueue(
+            obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})),
+            JsValue::UNDEFINED
+        ))
+        .await["state"],
         "queued"
     );
 }
@@ -480,6 +504,7 @@ async fn replace_plans_from_the_rows_it_reads_inside_its_transaction() {
                         expected: current.to_vec(),
                         deletes: vec![],
                         puts: vec![next],
+                        ..Default::default()
                     })
                 })
                 .await

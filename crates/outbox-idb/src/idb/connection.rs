@@ -20,6 +20,7 @@
 //! fail with `CLOSED`. Dropped (the outbox freed without `close()`), the connection is
 //! closed the same way.
 
+use super::app_schema::AppSchema;
 use super::schema::open;
 use crate::error::{OutboxError, Result};
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
@@ -40,12 +41,13 @@ enum State {
 pub(super) struct Connection {
     name: String,
     open_timeout_ms: u32,
+    app: Option<Rc<AppSchema>>,
     state: RefCell<State>,
 }
 
 impl Connection {
-    pub(super) fn new(name: &str, open_timeout_ms: u32) -> Rc<Connection> {
-        Rc::new(Connection { name: name.to_owned(), open_timeout_ms, state: RefCell::new(State::Idle) })
+    pub(super) fn new(name: &str, open_timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Rc<Connection> {
+        Rc::new(Connection { name: name.to_owned(), open_timeout_ms, app, state: RefCell::new(State::Idle) })
     }
 
     /// The open connection, opening it (once for all callers) if needed.
@@ -72,9 +74,9 @@ impl Connection {
     /// whichever caller polls it then.
     fn start_open(self: &Rc<Self>) -> PendingOpen {
         let this: Weak<Connection> = Rc::downgrade(self);
-        let (name, timeout) = (self.name.clone(), self.open_timeout_ms);
+        let (name, timeout, app) = (self.name.clone(), self.open_timeout_ms, self.app.clone());
         async move {
-            let opened = open(&name, timeout).await;
+            let opened = open(&name, timeout, app).await;
             let Some(this) = this.upgrade() else {
                 // Nobody can use it any more.
                 if let Ok(db) = &opened {

@@ -1,8 +1,10 @@
 //! IndexedDB: schema and opening (bounded in time), request futures, the store and its
 //! replace.
 
+pub mod app_schema;
 mod connection;
 mod open;
+pub mod records;
 pub mod request;
 pub mod schema;
 pub mod store;

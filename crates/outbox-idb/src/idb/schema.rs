@@ -8,9 +8,11 @@
 //! option, and does not expose its connection — so a second rexie connection would block
 //! other tabs' upgrades forever.
 
+use super::app_schema::{self, app_version_of, AppSchema};
 use super::open::{wait, OpenError};
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{IdbDatabase, IdbFactory, IdbObjectStore, IdbOpenDbRequest, IdbTransaction};
@@ -74,11 +76,12 @@ pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 /// `BLOCKED` when another tab keeps the database from opening for `timeout_ms`; `STORAGE`
 /// (or `QUOTA`) when IndexedDB refuses. A database a newer version upgraded past ours is
 /// opened at its own version as long as it has our store.
-pub async fn open(name: &str, timeout_ms: u32) -> Result<IdbDatabase> {
-    match open_at(name, Some(SCHEMA_VERSION), timeout_ms).await {
+pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
+    let version = app.as_ref().map_or(SCHEMA_VERSION, |a| a.db_version(SCHEMA_VERSION));
+    match open_at(name, Some(version), timeout_ms, app.clone()).await {
         Ok(db) => Ok(db),
         Err(OpenError::Version) => {
-            let db = open_at(name, None, timeout_ms).await.map_err(|e| match e {
+            let db = open_at(name, None, timeout_ms, None).await.map_err(|e| match e {
                 OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
                 OpenError::Other(e) => e,
             })?;
@@ -89,18 +92,36 @@ pub async fn open(name: &str, timeout_ms: u32) -> Result<IdbDatabase> {
                     &format!("{name} has no `{STORE}` store").into(),
                 ));
             }
+            if let Some(a) = app.filter(|a| app_version_of(db.version()) > a.version) {
+                let have = app_version_of(db.version());
+                db.close();
+                return Err(OutboxError::schema_newer(have, a.version));
+            }
             Ok(db)
         }
         Err(OpenError::Other(e)) => Err(e),
     }
 }
 
-async fn open_at(name: &str, version: Option<u32>, timeout_ms: u32) -> std::result::Result<IdbDatabase, OpenError> {
+async fn open_at(
+    name: &str,
+    version: Option<u32>,
+    timeout_ms: u32,
+    app: Option<Rc<AppSchema>>,
+) -> std::result::Result<IdbDatabase, OpenError> {
     let f = factory().map_err(OpenError::Other)?;
     let req: IdbOpenDbRequest = match version {
         Some(v) => f.open_with_u32(name, v),
         None => f.open(name),
     }
     .map_err(|e| OpenError::Other(OutboxError::storage("cannot open the database", &e)))?;
-    wait(req, timeout_ms, Box::new(upgrade)).await
+    wait(
+        req,
+        timeout_ms,
+        Box::new(move |db, tx| {
+            upgrade(db, tx)?;
+            app.as_ref().map_or(Ok(()), |a| app_schema::upgrade(db, tx, a))
+        }),
+    )
+    .await
 }

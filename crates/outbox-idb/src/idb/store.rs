@@ -2,13 +2,16 @@
 //! as one readwrite transaction — read the scopes, plan synchronously, compare with the
 //! plan's `expected` as stored, apply all or nothing. Nothing else writes the store.
 
+use super::app_schema::AppSchema;
 use super::connection::Connection;
+use super::records::{self, AppStores, Changed};
 use super::request::{completion, request};
 use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
 use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
 use outbox_core::plan::{matches_expected, rows_in_scopes};
+use outbox_core::records::{Reconcile, RecordWrite};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -63,7 +66,17 @@ impl Store {
     /// # Errors
     /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
     pub async fn open_with(name: &str, open_timeout_ms: u32) -> Result<Rc<Store>> {
-        let store = Rc::new(Store { name: name.to_owned(), conn: Connection::new(name, open_timeout_ms) });
+        Store::open_app(name, open_timeout_ms, None).await
+    }
+
+    /// [`Store::open_with`] with the app's own stores (`records`), created or upgraded with
+    /// the queue's.
+    ///
+    /// # Errors
+    /// As [`Store::open_with`]; `SCHEMA_NEWER` when the database holds a newer app schema.
+    pub async fn open_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Result<Rc<Store>> {
+        let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
+        let store = Rc::new(Store { name: name.to_owned(), conn });
         store.conn.get().await?;
         Ok(store)
     }
@@ -85,8 +98,19 @@ impl Store {
     }
 
     async fn transaction(self: &Rc<Self>, mode: IdbTransactionMode, durability: Durability) -> Result<IdbTransaction> {
+        self.transaction_over(mode, durability, &AppStores::None).await
+    }
+
+    /// A transaction over the queue and the app stores `app`.
+    async fn transaction_over(
+        self: &Rc<Self>,
+        mode: IdbTransactionMode,
+        durability: Durability,
+        app: &AppStores,
+    ) -> Result<IdbTransaction> {
         let db = self.conn.get().await?;
-        match begin(&db, mode, durability) {
+        let stores = records::scope(&db, STORE, app)?;
+        match begin(&db, &stores, mode, durability) {
             Ok(tx) => Ok(tx),
             // The connection was closed under us: by another tab's versionchange (its
             // handler closes it without telling Rust) or by the browser. Reopen once, with
@@ -94,10 +118,45 @@ impl Store {
             Err(e) if dom_name(&e).as_deref() == Some("InvalidStateError") => {
                 self.conn.forget(&db);
                 let db = self.conn.get().await?;
-                begin(&db, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
+                let stores = records::scope(&db, STORE, app)?;
+                begin(&db, &stores, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
             }
             Err(e) => Err(OutboxError::storage("transaction", &e)),
         }
+    }
+
+    /// The app record under `key` in `store` (`undefined` when there is none).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a store the database lacks or a key IndexedDB refuses;
+    /// `STORAGE`, `CLOSED`, `BLOCKED`.
+    pub async fn read_record(self: &Rc<Self>, store: &str, key: &JsValue) -> Result<JsValue> {
+        let app = AppStores::Named(vec![store.to_owned()]);
+        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &app).await?;
+        let os = tx.object_store(store).map_err(|e| OutboxError::storage("object store", &e))?;
+        let req = os.get(key).map_err(|e| key_refused(&e))?;
+        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
+    }
+
+    /// The app records of `store` (through `index` when given) within `range` (`undefined`
+    /// for all), in key order.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` for a store or index the database lacks or a range IndexedDB
+    /// refuses; `STORAGE`, `CLOSED`, `BLOCKED`.
+    pub async fn read_records(self: &Rc<Self>, store: &str, index: Option<&str>, range: &JsValue) -> Result<JsValue> {
+        let app = AppStores::Named(vec![store.to_owned()]);
+        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &app).await?;
+        let os = tx.object_store(store).map_err(|e| OutboxError::storage("object store", &e))?;
+        let req = match index {
+            Some(i) => os
+                .index(i)
+                .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
+                .get_all_with_key(range),
+            None => os.get_all_with_key(range),
+        }
+        .map_err(|e| key_refused(&e))?;
+        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
@@ -184,7 +243,26 @@ impl Store {
         items: Vec<(Vec<Scope>, Planner<'_>)>,
         durability: Durability,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
-        let tx = self.transaction(IdbTransactionMode::Readwrite, durability).await?;
+        Ok(self.transact_records(items, durability, &RecordPort::default()).await?.0)
+    }
+
+    /// [`Store::transact_many`] with the app's records: the transaction also covers
+    /// `port.stores`; each plan that commits writes its record writes, and those the
+    /// `reconcile` port gives for its answer (called synchronously, inside the transaction,
+    /// only for a plan that commits). A port that fails leaves its plan unapplied, as a
+    /// stale one (the row stays claimed; it is sent again after the lease). Returns the
+    /// records changed, for the cross-tab notice.
+    ///
+    /// # Errors
+    /// As [`Store::transact_many`]; `INVALID_ARGUMENT` when IndexedDB refuses a record
+    /// write (nothing at all is written).
+    pub async fn transact_records(
+        self: &Rc<Self>,
+        items: Vec<(Vec<Scope>, Planner<'_>)>,
+        durability: Durability,
+        port: &RecordPort<'_>,
+    ) -> Result<(Vec<Option<ReplaceOutcome>>, Vec<Changed>)> {
+        let tx = self.transaction_over(IdbTransactionMode::Readwrite, durability, &port.stores).await?;
         let abort = AbortOnDrop(Some(&tx));
         let done = completion(&tx);
         let store = object_store(&tx)?;
@@ -195,6 +273,7 @@ impl Store {
         let mut view = View::default();
         view.load(read_scopes(&store, &read).await?);
         let mut results = Vec::with_capacity(items.len());
+        let mut record_writes = Vec::new();
         for (scopes, planner) in items {
             let Some(plan) = planner(&view.rows(&scopes)) else {
                 results.push(None);
@@ -205,12 +284,24 @@ impl Store {
                 view.load(read_scopes(&store, &missing).await?);
                 read.extend(missing);
             }
-            if matches_expected(&plan.expected, &view.rows(&plan.scopes)) {
-                view.apply(&plan);
-                results.push(Some(ReplaceOutcome::Committed));
-            } else {
+            if !matches_expected(&plan.expected, &view.rows(&plan.scopes)) {
                 results.push(Some(ReplaceOutcome::Stale));
+                continue;
             }
+            let mut writes = plan.records.clone();
+            if let (Some(r), Some(reconcile)) = (&plan.reconcile, port.reconcile) {
+                match reconcile(r) {
+                    Ok(w) => writes.extend(w),
+                    Err(why) => {
+                        web_sys::console::warn_1(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease").into());
+                        results.push(Some(ReplaceOutcome::Stale));
+                        continue;
+                    }
+                }
+            }
+            view.apply(&plan);
+            record_writes.extend(writes);
+            results.push(Some(ReplaceOutcome::Committed));
         }
         for (id, value) in &view.writes {
             match value {
@@ -221,9 +312,10 @@ impl Store {
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }
+        let changed = records::apply(&tx, &record_writes).await?;
         abort.disarm();
         done.await.map_err(|e| OutboxError::storage("commit", &e))?;
-        Ok(results)
+        Ok((results, changed))
     }
 }
 
@@ -250,9 +342,10 @@ impl Drop for AbortOnDrop<'_> {
     }
 }
 
-/// Starts a transaction on the store; a strict readwrite one asks for `durability: "strict"`.
+/// Starts a transaction on `stores`; a strict readwrite one asks for `durability: "strict"`.
 fn begin(
     db: &IdbDatabase,
+    stores: &Array,
     mode: IdbTransactionMode,
     durability: Durability,
 ) -> std::result::Result<IdbTransaction, JsValue> {
@@ -260,14 +353,34 @@ fn begin(
         (IdbTransactionMode::Readwrite, Durability::Strict) => {
             let opts = js_sys::Object::new();
             js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into())?;
-            db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(
-                &JsValue::from_str(STORE),
-                "readwrite",
-                &opts,
-            )
+            db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(stores, "readwrite", &opts)
         }
-        _ => db.transaction_with_str_and_mode(STORE, mode),
+        _ => db.transaction_with_str_sequence_and_mode(stores, mode),
     }
+}
+
+/// A key or range IndexedDB refused (`DataError`) is the app's argument; anything else is
+/// the database's failure.
+fn key_refused(e: &JsValue) -> OutboxError {
+    if records::is_data_error(e) {
+        OutboxError::invalid("IndexedDB refused the key or range given (DataError)")
+    } else {
+        OutboxError::storage("read", e)
+    }
+}
+
+/// The `reconcile` port as the store calls it: the record writes for an answer, or why
+/// there are none to apply.
+pub type ReconcileFn<'a> = dyn Fn(&Reconcile) -> std::result::Result<Vec<RecordWrite>, String> + 'a;
+
+/// The app's records in one replace transaction: the stores it covers and the `reconcile`
+/// port, which maps an answer to record writes (or says why it cannot).
+#[derive(Default)]
+pub struct RecordPort<'a> {
+    /// App stores the transaction covers.
+    pub stores: AppStores,
+    /// The port, called synchronously inside the transaction.
+    pub reconcile: Option<&'a ReconcileFn<'a>>,
 }
 
 /// A planner called inside a transaction with the rows of its scopes.

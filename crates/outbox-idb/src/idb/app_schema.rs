@@ -1,0 +1,177 @@
+//! The app's own object stores in the outbox's database (`Outbox.open({records})`), so that
+//! its records and the queue rows share transactions (`outbox_core::records`).
+//!
+//! The app declares its stores, their key paths and indexes, and a schema `version` it
+//! raises whenever that declaration changes. The database version is
+//! `version × 1000 + the outbox's own schema version`, so either side can grow on its own.
+//! An upgrade creates the stores and indexes that are missing and replaces an index whose
+//! definition changed; it never deletes a store, so no record and no queue row is lost. A
+//! database whose app version is newer than the page's declaration (another tab runs a
+//! newer app) is refused with `SCHEMA_NEWER`, never downgraded.
+
+use crate::error::{OutboxError, Result};
+use js_sys::Array;
+use outbox_core::records::QUEUE_STORE;
+use serde::Deserialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters, IdbTransaction};
+
+/// The largest app schema version (the database version must stay a safe integer).
+pub const MAX_APP_VERSION: u32 = 4_000_000;
+
+/// What `records` declares.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AppSchema {
+    /// Raised by the app whenever `stores` changes.
+    pub version: u32,
+    /// The app's stores.
+    pub stores: Vec<AppStore>,
+}
+
+/// One app store.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AppStore {
+    /// Its name (not `outbox`).
+    pub name: String,
+    /// Inline key path (a string or an array of strings); none for out-of-line keys.
+    #[serde(default)]
+    pub key_path: Option<Value>,
+    /// Generated keys.
+    #[serde(default)]
+    pub auto_increment: bool,
+    /// Its indexes.
+    #[serde(default)]
+    pub indexes: Vec<AppIndex>,
+}
+
+/// One index of an app store.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AppIndex {
+    /// Its name.
+    pub name: String,
+    /// Key path: a string or an array of strings.
+    pub key_path: Value,
+    /// Unique values only.
+    #[serde(default)]
+    pub unique: bool,
+    /// One entry per array element.
+    #[serde(default)]
+    pub multi_entry: bool,
+}
+
+fn is_key_path(v: &Value) -> bool {
+    match v {
+        Value::String(_) => true,
+        Value::Array(a) => !a.is_empty() && a.iter().all(|p| matches!(p, Value::String(s) if !s.is_empty())),
+        _ => false,
+    }
+}
+
+impl AppSchema {
+    /// Reads and checks the `records` option (`None` when absent).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` naming what is wrong: a version out of `1..=4000000`, a store
+    /// named `outbox` or twice, a bad key path, an index named twice.
+    pub fn parse(v: &Value) -> Result<Option<AppSchema>> {
+        if v.is_null() {
+            return Ok(None);
+        }
+        let schema: AppSchema = serde_json::from_value(v.clone()).map_err(|e| {
+            OutboxError::invalid(format!(
+                "`records` must be {{version, stores: [{{name, keyPath?, autoIncrement?, indexes?}}]}}: {e}"
+            ))
+        })?;
+        if schema.version == 0 || schema.version > MAX_APP_VERSION {
+            return Err(OutboxError::invalid(format!("`records.version` must be an integer in 1..={MAX_APP_VERSION}")));
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for s in &schema.stores {
+            if s.name.is_empty() || s.name == QUEUE_STORE || names.contains(&s.name.as_str()) {
+                return Err(OutboxError::invalid(format!(
+                    "`records.stores`: `{}` is empty, the queue's own store or declared twice",
+                    s.name
+                )));
+            }
+            names.push(&s.name);
+            if s.key_path.as_ref().is_some_and(|k| !is_key_path(k)) {
+                return Err(OutboxError::invalid(format!("`records.stores`: `{}` has a bad keyPath", s.name)));
+            }
+            let mut idx: Vec<&str> = Vec::new();
+            for i in &s.indexes {
+                if i.name.is_empty() || idx.contains(&i.name.as_str()) || !is_key_path(&i.key_path) {
+                    return Err(OutboxError::invalid(format!(
+                        "`records.stores`: index `{}` of `{}` is unnamed, declared twice or has a bad keyPath",
+                        i.name, s.name
+                    )));
+                }
+                idx.push(&i.name);
+            }
+        }
+        Ok(Some(schema))
+    }
+
+    /// The database version for this declaration and the outbox's schema version.
+    #[must_use]
+    pub fn db_version(&self, outbox_version: u32) -> u32 {
+        self.version * 1000 + outbox_version
+    }
+}
+
+/// The app schema version a database at `db_version` holds.
+#[must_use]
+pub fn app_version_of(db_version: f64) -> u32 {
+    (db_version / 1000.0).floor() as u32
+}
+
+fn key_path_js(v: &Value) -> JsValue {
+    match v {
+        Value::String(s) => JsValue::from_str(s),
+        Value::Array(a) => a.iter().filter_map(Value::as_str).map(JsValue::from_str).collect::<Array>().into(),
+        _ => JsValue::NULL,
+    }
+}
+
+/// Creates the app's stores and indexes that are missing and replaces indexes whose
+/// definition changed. Stores are never deleted.
+///
+/// # Errors
+/// What IndexedDB throws (the upgrade is then aborted: nothing changes).
+pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, schema: &AppSchema) -> std::result::Result<(), JsValue> {
+    for s in &schema.stores {
+        let store: IdbObjectStore = if db.object_store_names().contains(&s.name) {
+            tx.object_store(&s.name)?
+        } else {
+            let params = IdbObjectStoreParameters::new();
+            if let Some(k) = &s.key_path {
+                params.set_key_path(&key_path_js(k));
+            }
+            params.set_auto_increment(s.auto_increment);
+            db.create_object_store_with_optional_parameters(&s.name, &params)?
+        };
+        for i in &s.indexes {
+            if store.index_names().contains(&i.name) {
+                let have = store.index(&i.name)?;
+                let same =
+                    js_sys::JSON::stringify(&have.key_path()?)? == js_sys::JSON::stringify(&key_path_js(&i.key_path))?;
+                if same && have.unique() == i.unique && have.multi_entry() == i.multi_entry {
+                    continue;
+                }
+                store.delete_index(&i.name)?;
+            }
+            let params = IdbIndexParameters::new();
+            params.set_unique(i.unique);
+            params.set_multi_entry(i.multi_entry);
+            store.create_index_with_str_sequence_and_optional_parameters(
+                &i.name,
+                &key_path_js(&i.key_path),
+                &params,
+            )?;
+        }
+    }
+    Ok(())
+}

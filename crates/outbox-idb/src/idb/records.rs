@@ -1,0 +1,208 @@
+//! Carrying out the app's record writes (`outbox_core::records`) inside the transaction of
+//! the queue change they go with, and reading records. No rule is decided here: which
+//! writes commit, and with what, was planned by `outbox_core`; a patch or a rekey changes
+//! only a record that exists, as `outbox_core::records::{patched, rekeyed}` define.
+
+use super::request::request;
+use crate::convert::to_js;
+use crate::error::{dom_name, OutboxError, Result};
+use js_sys::{Array, Object, Reflect};
+use outbox_core::records::{set_at_path, RecordWrite};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{IdbObjectStore, IdbTransaction};
+
+/// A record a transaction changed: its store and key (for the cross-tab notice).
+pub type Changed = (String, JsValue);
+
+/// Which app stores a transaction must cover besides the queue.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum AppStores {
+    /// The queue alone.
+    #[default]
+    None,
+    /// These (checked to exist).
+    Named(Vec<String>),
+    /// Every store of the database (a `reconcile` port may write any of them).
+    All,
+}
+
+impl AppStores {
+    /// The stores written by `writes`.
+    #[must_use]
+    pub fn of(writes: &[RecordWrite]) -> AppStores {
+        let mut names: Vec<String> = Vec::new();
+        for w in writes {
+            if !names.iter().any(|n| n == w.store()) {
+                names.push(w.store().to_owned());
+            }
+        }
+        if names.is_empty() {
+            AppStores::None
+        } else {
+            AppStores::Named(names)
+        }
+    }
+}
+
+fn refused(store: &str, e: &JsValue) -> OutboxError {
+    let what = dom_name(e).unwrap_or_else(|| "Error".into());
+    let msg = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+    if what == "QuotaExceededError" {
+        return OutboxError::storage("record write", e);
+    }
+    OutboxError::invalid(format!("a record write to `{store}` was refused ({what}: {msg}); nothing was written"))
+}
+
+fn key_path(store: &IdbObjectStore) -> Value {
+    store.key_path().ok().and_then(|k| serde_wasm_bindgen::from_value(k).ok()).unwrap_or(Value::Null)
+}
+
+/// `value` with `key` at the store's key path (a string or an array of strings, JSON).
+fn with_key(mut value: Value, path: &Value, key: &Value) -> std::result::Result<Value, String> {
+    match (path, key) {
+        (Value::String(p), _) => set_at_path(&mut value, p, key.clone()),
+        (Value::Array(ps), Value::Array(ks)) if ps.len() == ks.len() => {
+            for (p, k) in ps.iter().zip(ks) {
+                set_at_path(&mut value, p.as_str().unwrap_or_default(), k.clone());
+            }
+        }
+        _ => return Err("the key does not fit the store's compound key path".into()),
+    }
+    Ok(value)
+}
+
+/// The same on a JS object (a record read back, which may hold values JSON cannot).
+fn set_key_js(obj: &JsValue, path: &Value, key: &Value) -> std::result::Result<(), JsValue> {
+    let set_one = |p: &str, k: &Value| -> std::result::Result<(), JsValue> {
+        let parts: Vec<&str> = p.split('.').collect();
+        let mut cur = obj.clone();
+        for part in &parts[..parts.len() - 1] {
+            let next = Reflect::get(&cur, &(*part).into())?;
+            let next = if next.is_object() { next } else { Object::new().into() };
+            Reflect::set(&cur, &(*part).into(), &next)?;
+            cur = next;
+        }
+        Reflect::set(&cur, &parts[parts.len() - 1].into(), &to_js(k))?;
+        Ok(())
+    };
+    match (path, key) {
+        (Value::String(p), _) => set_one(p, key),
+        (Value::Array(ps), Value::Array(ks)) if ps.len() == ks.len() => {
+            ps.iter().zip(ks).try_for_each(|(p, k)| set_one(p.as_str().unwrap_or_default(), k))
+        }
+        _ => Err(JsValue::from_str("the key does not fit the store's compound key path")),
+    }
+}
+
+fn put(store: &IdbObjectStore, value: &JsValue, key: Option<&Value>) -> std::result::Result<(), JsValue> {
+    match key {
+        Some(k) => store.put_with_key(value, &to_js(k)).map(drop),
+        None => store.put(value).map(drop),
+    }
+}
+
+/// The record under `key`, or `undefined`, read inside `store`'s transaction.
+async fn get(store: &IdbObjectStore, key: &Value) -> std::result::Result<JsValue, JsValue> {
+    request(&store.get(&to_js(key))?).await
+}
+
+/// A shallow copy of `current` with `set` over it.
+fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
+    let copy = Object::assign(&Object::new(), current.unchecked_ref());
+    Object::assign(&copy, to_js(set).unchecked_ref()).into()
+}
+
+/// Carries out `writes` in order inside `tx` (requests of that transaction only, awaited in
+/// it). Returns the records changed.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when IndexedDB refuses a write (no such store, a value without its
+/// key, a key of the wrong shape) — the caller's transaction is then aborted, nothing of it
+/// is written; `QUOTA`/`STORAGE` when IndexedDB fails.
+pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Changed>> {
+    let mut changed = Vec::with_capacity(writes.len());
+    for w in writes {
+        let name = w.store();
+        let store = tx.object_store(name).map_err(|e| refused(name, &e))?;
+        let path = key_path(&store);
+        let inline = !path.is_null();
+        let fail = |e: JsValue| refused(name, &e);
+        match w {
+            RecordWrite::Put { value, key, .. } => {
+                let (value, out_of_line) = match key {
+                    Some(k) if inline => (with_key(value.clone(), &path, k).map_err(|m| fail(m.into()))?, None),
+                    k => (value.clone(), k.as_ref()),
+                };
+                put(&store, &to_js(&value), out_of_line).map_err(fail)?;
+                let at = match (key, &path) {
+                    (Some(k), _) => Some(k.clone()),
+                    (None, Value::String(p)) => p.split('.').try_fold(&value, |v, part| v.get(part)).cloned(),
+                    _ => None,
+                };
+                changed.extend(at.map(|k| (name.to_owned(), to_js(&k))));
+            }
+            RecordWrite::Delete { key, .. } => {
+                store.delete(&to_js(key)).map_err(fail)?;
+                changed.push((name.to_owned(), to_js(key)));
+            }
+            RecordWrite::Patch { key, set, .. } => {
+                let current = get(&store, key).await.map_err(fail)?;
+                if current.is_object() {
+                    put(&store, &merged(&current, set), (!inline).then_some(key)).map_err(fail)?;
+                    changed.push((name.to_owned(), to_js(key)));
+                }
+            }
+            RecordWrite::Rekey { from, to, set, .. } => {
+                let current = get(&store, from).await.map_err(fail)?;
+                if current.is_object() {
+                    let moved = merged(&current, set);
+                    if inline {
+                        set_key_js(&moved, &path, to).map_err(fail)?;
+                    }
+                    store.delete(&to_js(from)).map_err(fail)?;
+                    put(&store, &moved, (!inline).then_some(to)).map_err(fail)?;
+                    changed.push((name.to_owned(), to_js(from)));
+                    changed.push((name.to_owned(), to_js(to)));
+                }
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// The names of the stores a transaction covers: the queue's, and `app`'s, checked to exist.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming an app store the database does not have.
+pub fn scope(db: &web_sys::IdbDatabase, queue: &str, app: &AppStores) -> Result<Array> {
+    let names = db.object_store_names();
+    let out = Array::of1(&queue.into());
+    match app {
+        AppStores::None => {}
+        AppStores::Named(list) => {
+            for n in list {
+                if !names.contains(n) {
+                    return Err(OutboxError::invalid(format!(
+                        "no app store `{n}` in the database: declare it in Outbox.open({{records}}) and raise its version"
+                    )));
+                }
+                out.push(&n.into());
+            }
+        }
+        AppStores::All => {
+            for i in 0..names.length() {
+                if let Some(n) = names.item(i).filter(|n| n != queue) {
+                    out.push(&n.into());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a value IndexedDB would refuse as a key failed a read (a `DataError`).
+pub fn is_data_error(e: &JsValue) -> bool {
+    dom_name(e).as_deref() == Some("DataError")
+}

@@ -1,0 +1,255 @@
+//! The app's own records in the outbox's database (`Outbox.open({records})`): written with
+//! the enqueue in one transaction, reconciled in the ACK's transaction only while the claim
+//! is this tab's, upgraded without loss, read back, announced to other tabs.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Reflect};
+use outbox_idb::convert::from_js;
+use outbox_idb::Outbox;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+mod common;
+
+use common::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn schema(version: u32, extra_index: bool) -> Value {
+    let mut indexes = vec![json!({"name": "byList", "keyPath": "list"})];
+    if extra_index {
+        indexes.push(json!({"name": "byDone", "keyPath": "done"}));
+    }
+    json!({"version": version, "stores": [{"name": "todos", "keyPath": "id", "indexes": indexes}]})
+}
+
+async fn open_app(db: &str, tab: &str, version: u32) -> Outbox {
+    let o = options(db, tab);
+    set(&o, "records", &obj(schema(version, false)));
+    Outbox::open_with(o).await.expect("open with records")
+}
+
+fn writes(v: Value) -> JsValue {
+    obj(json!({ "writes": v }))
+}
+
+async fn record(a: &Outbox, key: &str) -> Value {
+    ok(a.record("todos".into(), key.into())).await
+}
+
+/// `send` answering a create with `{serverId: "srv-<n>", revision: 1}`.
+fn server_send() -> JsValue {
+    js_fn(
+        "op",
+        "globalThis.sent = (globalThis.sent || 0) + 1; return {type: 'success', receipt: {serverId: 'srv-' + op.id.slice(0, 8), revision: 1}};",
+    )
+}
+
+/// The recipe's port: a created record moves from its `pending:` key to the server id.
+fn rekey_port() -> JsValue {
+    js_fn(
+        "a",
+        "globalThis.asked = (globalThis.asked || 0) + 1; \
+         if (a.answer.type !== 'success') return [{store: 'todos', patch: a.row.target, set: {error: a.answer.code || 'conflict'}}]; \
+         if (a.row.kind === 'create') return [{store: 'todos', rekey: a.row.target, to: a.answer.receipt.serverId, set: {synced: true}}]; \
+         return [{store: 'todos', patch: a.row.target, set: {synced: true}}];",
+    )
+}
+
+#[wasm_bindgen_test]
+async fn a_create_and_its_record_commit_together_under_the_pending_key() {
+    let db = db_name("records-enqueue");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "create", "body": {"title": "milk"}}));
+    let row = ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"title": "milk"}, "atTarget": true}])))).await;
+    let target = row["target"].as_str().unwrap().to_owned();
+    assert!(target.starts_with("pending:"));
+    assert_eq!(record(&a, &target).await, json!({"title": "milk", "id": target}));
+    // A delete cancels the unsent create; the record goes with it, in the same transaction.
+    let del = obj(json!({"owner": "alice", "kind": "delete", "target": target}));
+    assert_eq!(ok(a.enqueue(del, writes(json!([{"store": "todos", "delete": target}])))).await, Value::Null);
+    assert_eq!(record(&a, &target).await, Value::Null);
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
+
+#[wasm_bindgen_test]
+async fn a_record_write_that_fails_after_another_was_issued_leaves_nothing_half_committed() {
+    let db = db_name("records-atomic");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    // The first put is issued inside the transaction; the second has no key: IndexedDB
+    // refuses it, the transaction is aborted, and neither the record nor the row exists.
+    let w = writes(json!([
+        {"store": "todos", "put": {"id": "t1", "n": 1}},
+        {"store": "todos", "put": {"n": 2}},
+    ]));
+    let err = settle(a.enqueue(op.clone(), w)).await.expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("todos"), "{message}");
+    assert_eq!(record(&a, "t1").await, Value::Null, "the first put was rolled back");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]), "no queue row without its record");
+
+    // A store the database does not have: refused before anything is written.
+    let err = settle(a.enqueue(op.clone(), writes(json!([{"store": "nope", "put": {"id": 1}}])))).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    assert!(coded(&err).1.contains("nope"));
+    // Bad writes are refused by the planner, nothing written.
+    let err = settle(a.enqueue(op.clone(), writes(json!([{"store": "outbox", "delete": "x"}])))).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+    // And the module is still usable.
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "n": 1}}])))).await;
+    assert_eq!(record(&a, "t1").await["n"], 1);
+}
+
+#[wasm_bindgen_test]
+async fn flush_reconciles_in_the_acks_transaction_and_announces_the_records() {
+    let db = db_name("records-flush");
+    let a = open_app(&db, "tab-a", 1).await;
+    let b = open_app(&db, "tab-b", 1).await;
+    let notices = Array::new();
+    let n2 = notices.clone();
+    let listener = Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| {
+        n2.push(&v);
+    })
+    .into_js_value();
+    let _unsub = b.subscribe(listener).unwrap();
+    let op = obj(json!({"owner": "alice", "kind": "create", "body": {"title": "milk"}}));
+    let row = ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"title": "milk"}, "atTarget": true}])))).await;
+    let target = row["target"].as_str().unwrap().to_owned();
+    let o = obj(json!({"owner": "alice"}));
+    set(&o, "send", &server_send());
+    set(&o, "reconcile", &rekey_port());
+    let rep = ok(a.flush(o)).await;
+    assert_eq!(rep["succeeded"], 1);
+    let server_id = format!("srv-{}", &row["id"].as_str().unwrap()[..8]);
+    assert_eq!(record(&a, &target).await, Value::Null, "moved from its pending: key");
+    assert_eq!(record(&a, &server_id).await, json!({"title": "milk", "id": server_id, "synced": true}));
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+    // Let the channel deliver; the other tab hears which records changed.
+    let _ = settle(js_sys::Promise::new(&mut |res, _| {
+        let _ = web_sys::window().unwrap().set_timeout_with_callback_and_timeout_and_arguments_0(&res, 50);
+    }))
+    .await;
+    let changed: Vec<Value> = notices
+        .iter()
+        .map(|n| from_js(&get(&n, "records"), "r").unwrap_or(Value::Null))
+        .filter(|r| !r.is_null())
+        .collect();
+    let flat: Vec<Value> = changed.iter().flat_map(|r| r.as_array().unwrap().clone()).collect();
+    assert!(flat.contains(&json!({"store": "todos", "key": target})), "{flat:?}");
+    assert!(flat.contains(&json!({"store": "todos", "key": server_id})), "{flat:?}");
+}
+
+#[wasm_bindgen_test]
+async fn a_stale_answer_changes_neither_the_row_nor_the_record_and_the_port_is_not_asked() {
+    let db = db_name("records-stale");
+    let a = open_app(&db, "tab-a", 1).await;
+    let b = open_app(&db, "tab-b", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    let row = ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "n": 1}}])))).await;
+    let id: JsValue = row["id"].as_str().unwrap().into();
+    let old = settle(a.claim("alice".into(), id.clone())).await.unwrap();
+    advance(&db, 20_000.0); // a's lease ends; b takes the row over
+    let newer = settle(b.claim("alice".into(), id.clone())).await.unwrap();
+    assert!(!newer.is_null());
+    Reflect::set(&js_sys::global(), &"asked".into(), &0.into()).unwrap();
+    let ports = js_sys::Object::new();
+    set(&ports, "reconcile", &rekey_port());
+    let success = obj(json!({"type": "success", "receipt": {"revision": 2}}));
+    let r = ok(a.ack("alice".into(), id.clone(), old, success.clone(), ports.clone().into())).await;
+    assert_eq!(r, "not-mine");
+    assert_eq!(get(&js_sys::global(), "asked"), 0, "the port is never asked for a stale answer");
+    assert_eq!(record(&a, "t1").await, json!({"id": "t1", "n": 1}), "the record is as enqueued");
+    let r = ok(b.ack("alice".into(), id, newer, success, ports.into())).await;
+    assert_eq!(r, "applied");
+    assert_eq!(record(&a, "t1").await, json!({"id": "t1", "n": 1, "synced": true}));
+}
+
+#[wasm_bindgen_test]
+async fn a_port_that_throws_leaves_the_row_claimed_and_the_record_unchanged() {
+    let db = db_name("records-throw");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "n": 1}}])))).await;
+    let o = obj(json!({"owner": "alice"}));
+    set(&o, "send", &server_send());
+    set(&o, "reconcile", &js_fn("a", "throw new Error('bug in the app')"));
+    let rep = ok(a.flush(o)).await;
+    assert_eq!(rep["succeeded"], 0);
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["state"], "sending", "the answer was not applied: sent again after the lease");
+    assert_eq!(record(&a, "t1").await, json!({"id": "t1", "n": 1}));
+    // A port returning a promise is refused the same way (it must be synchronous).
+    advance(&db, 20_000.0);
+    let o = obj(json!({"owner": "alice"}));
+    set(&o, "send", &server_send());
+    set(&o, "reconcile", &js_fn("a", "return Promise.resolve([])"));
+    assert_eq!(ok(a.flush(o)).await["succeeded"], 0);
+    advance(&db, 20_000.0);
+    let o = obj(json!({"owner": "alice"}));
+    set(&o, "send", &server_send());
+    set(&o, "reconcile", &rekey_port());
+    assert_eq!(ok(a.flush(o)).await["succeeded"], 1);
+    assert_eq!(record(&a, "t1").await["synced"], true);
+}
+
+#[wasm_bindgen_test]
+async fn an_upgrade_keeps_records_and_rows_and_an_older_page_gets_schema_newer() {
+    let db = db_name("records-upgrade");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "list": "home", "done": 0}}])))).await;
+    a.close();
+    let o = options(&db, "tab-b");
+    let mut v2 = schema(2, true);
+    v2["stores"].as_array_mut().unwrap().push(json!({"name": "lists", "keyPath": "name"}));
+    set(&o, "records", &obj(v2));
+    let b = Outbox::open_with(o).await.expect("upgrade to app version 2");
+    assert_eq!(record(&b, "t1").await["list"], "home", "records kept");
+    assert_eq!(ok(b.rows("alice".into())).await.as_array().unwrap().len(), 1, "queue rows kept");
+    let q = obj(json!({"index": "byDone"}));
+    set(&q, "range", &0.into());
+    assert_eq!(ok(b.records("todos".into(), q)).await.as_array().unwrap().len(), 1, "the new index is built");
+    let q = obj(json!({"index": "byList", "range": "home"}));
+    assert_eq!(ok(b.records("todos".into(), q)).await[0]["id"], "t1");
+    assert_eq!(ok(b.records("lists".into(), JsValue::UNDEFINED)).await, json!([]), "the new store exists");
+    b.close();
+    let o = options(&db, "tab-c");
+    set(&o, "records", &obj(schema(1, false)));
+    let err = match Outbox::open_with(o).await {
+        Err(e) => e,
+        Ok(_) => panic!("an older app declaration must not open a newer database"),
+    };
+    assert_eq!(err.code.as_str(), "SCHEMA_NEWER", "{}", err.message);
+    // Without `records`, the queue alone still opens (an older package version).
+    let plain = open(&db, "tab-d").await;
+    assert_eq!(ok(plain.rows("alice".into())).await.as_array().unwrap().len(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn bad_records_options_and_queries_are_refused() {
+    for bad in [
+        json!({"version": 0, "stores": []}),
+        json!({"version": 1, "stores": [{"name": "outbox"}]}),
+        json!({"version": 1, "stores": [{"name": "a"}, {"name": "a"}]}),
+        json!({"version": 1, "stores": [{"name": "a", "keyPath": 3}]}),
+        json!({"version": 1, "stores": [{"name": "a", "indexes": [{"name": "i"}]}]}),
+        json!({"version": 1, "stores": [], "extra": true}),
+    ] {
+        let o = options(&db_name("records-bad"), "t");
+        set(&o, "records", &obj(bad.clone()));
+        let err = Outbox::open_with(o).await.err().unwrap_or_else(|| panic!("{bad} accepted"));
+        assert_eq!(err.code.as_str(), "INVALID_ARGUMENT", "{bad}");
+    }
+    let db = db_name("records-bad-query");
+    let a = open_app(&db, "tab-a", 1).await;
+    let err = settle(a.records("todos".into(), obj(json!({"index": "nope"})))).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    let err = settle(a.record("missing".into(), "k".into())).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    let err = settle(a.record("todos".into(), JsValue::from_bool(true))).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+}
