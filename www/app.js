@@ -18,12 +18,17 @@ const outbox = await Outbox.open({
   leaseMs: Number(params.get("lease") || 10000),
   now: manualClock ? () => window.__now : () => Date.now(),
   backoff: { baseMs: 1000, capMs: 30000 },
+  // The app's own records live in the outbox's database: a record and the operation that
+  // sends it commit in one transaction, and so do an answer and the record it changes.
+  records: {
+    version: 1,
+    stores: [{ name: "records", keyPath: "key", indexes: [{ name: "byOwner", keyPath: "owner" }] }],
+  },
 });
 
 const $ = (sel) => document.querySelector(sel);
 const session = { user: users[0], token: "" };
 let offline = false;
-let serverRecords = [];
 
 function newSession() {
   session.token = `${session.user}.${crypto.randomUUID().slice(0, 8)}`;
@@ -90,18 +95,34 @@ async function findCreateReceipt({ owner, operationId }) {
   return res.json();
 }
 
+/**
+ * An answer → the local record, in the ACK's own transaction (and only if the claim is still
+ * this tab's). `rekey` and `patch` change a record only if it exists: a record the person
+ * deleted meanwhile stays deleted, whatever answer arrives late.
+ */
+function reconcile({ row, answer }) {
+  if (answer.type === "success") {
+    const receipt = answer.receipt ?? {};
+    const set = { revision: receipt.revision ?? null, error: null };
+    if (row.kind === "create") return [{ store: "records", rekey: row.target, to: receipt.serverId, set }];
+    if (row.kind === "update") return [{ store: "records", patch: row.target, set }];
+    return [];
+  }
+  if (answer.type === "blocked") return [{ store: "records", patch: row.target, set: { error: answer.code } }];
+  return []; // a conflict: a successor carrying the server's revision is queued
+}
+
 let running = null;
 async function flushNow(extra = {}) {
   if (offline) return null;
   if (running) await running.catch(() => {});
-  running = outbox.flush({ owner: session.user, send, prepareSuccessor, findCreateReceipt, ...extra });
+  running = outbox.flush({ owner: session.user, send, prepareSuccessor, findCreateReceipt, reconcile, ...extra });
   try {
     const r = await running;
     if (r.claimed || r.converted) {
       log(`flush: sent ${r.claimed}, ok ${r.succeeded}, deferred ${r.deferred}, held ${r.held}, ` +
           `blocked ${r.blocked}, conflicts ${r.conflicts}, stale ${r.stale}`);
     }
-    if (r.succeeded) await loadServerRecords();
     await refresh();
     return r;
   } finally {
@@ -115,28 +136,45 @@ function fieldOf(entity, value) {
   return entity === "workout" ? { weight: Number(value) } : { title: String(value) };
 }
 
+const RECORDS = "records";
+
 async function createRecord(entity, value) {
-  const row = await outbox.enqueue({ owner: session.user, kind: "create", body: { entity, ...fieldOf(entity, value) } });
+  const fields = { entity, ...fieldOf(entity, value) };
+  const record = { owner: session.user, ...fields, revision: null, sets: 0, error: null };
+  const row = await outbox.enqueue(
+    { owner: session.user, kind: "create", body: fields },
+    { writes: [{ store: RECORDS, put: record, atTarget: true }] }, // keyed by its pending: target
+  );
   log(`create ${entity} queued as ${row.target}`);
   afterEdit();
   return row;
 }
 
 async function updateRecord(target, patch, revision) {
-  const row = await outbox.enqueue({ owner: session.user, kind: "update", target, body: patch, revision });
+  const row = await outbox.enqueue(
+    { owner: session.user, kind: "update", target, body: patch, revision },
+    { writes: [{ store: RECORDS, patch: target, set: { ...patch, error: null } }] },
+  );
   afterEdit();
   return row;
 }
 
 /** "Log a set": a command, so `merge: false` — two clicks offline are two sets online. */
 async function logSet(target, weight) {
-  const row = await outbox.enqueue({ owner: session.user, kind: "update", target, body: { logSet: { weight } }, merge: false });
+  const sets = ((await outbox.record(RECORDS, target))?.sets ?? 0) + 1;
+  const row = await outbox.enqueue(
+    { owner: session.user, kind: "update", target, body: { logSet: { weight } }, merge: false },
+    { writes: [{ store: RECORDS, patch: target, set: { sets } }] },
+  );
   afterEdit();
   return row;
 }
 
 async function deleteRecord(target, revision) {
-  const row = await outbox.enqueue({ owner: session.user, kind: "delete", target, revision });
+  const row = await outbox.enqueue(
+    { owner: session.user, kind: "delete", target, revision },
+    { writes: [{ store: RECORDS, delete: target }] },
+  );
   afterEdit();
   return row;
 }
@@ -147,16 +185,6 @@ function afterEdit() {
 }
 
 // ---- views -----------------------------------------------------------------------------
-
-async function loadServerRecords() {
-  if (offline) return;
-  try {
-    const res = await fetch("/api/records", { headers: auth() });
-    if (res.ok) serverRecords = await res.json();
-  } catch {
-    /* keep the last view */
-  }
-}
 
 function valueOf(body) {
   if (!body) return "";
@@ -172,19 +200,23 @@ async function refresh() {
     if (!byTarget.has(r.target)) byTarget.set(r.target, []);
     byTarget.get(r.target).push(r);
   }
-  // Records: the server's, then records that exist only in the outbox so far.
+  // Records: the local ones, straight from IndexedDB (offline too), then operations queued
+  // for a record this tab has no local copy of. A record is pending while an operation for
+  // it is queued, in error when its last answer refused it, else synced.
+  const local = await outbox.records(RECORDS, { index: "byOwner", range: session.user });
   const tbody = $("#records tbody");
   tbody.replaceChildren();
-  const setsOf = (target) => serverRecords.find((r) => r.serverId === target)?.body.sets?.length ?? 0;
-  const addRecordRow = (target, value, revision, pending) => {
+  const addRecordRow = (target, entity, value, revision, sets, error, pending) => {
     const tr = document.createElement("tr");
-    const entity = target.startsWith("pending:") ? (pending.find((p) => p.kind === "create")?.body.entity ?? "?") : target.split(":")[0];
-    tr.innerHTML = `<td><code>${target}</code></td><td></td><td>${revision ?? ""}</td><td class="overlay"></td><td></td>`;
+    const state = pending.length ? "pending" : error ? `error: ${error}` : "synced";
+    tr.dataset.state = pending.length ? "pending" : error ? "error" : "synced";
+    tr.innerHTML = `<td><code>${target}</code></td><td></td><td>${revision ?? ""}</td><td class="overlay"></td><td></td><td class="sync"></td>`;
     const input = document.createElement("input");
     input.value = value;
     input.size = 8;
     tr.children[1].append(input);
     tr.children[3].textContent = pending.map((p) => `${p.kind}${p.kind !== "delete" ? " " + valueOf(p.body) : ""} (${p.state})`).join(", ");
+    tr.children[5].textContent = state;
     const save = document.createElement("button");
     save.textContent = "Save";
     save.onclick = () => updateRecord(target, fieldOf(entity, input.value), revision);
@@ -193,20 +225,24 @@ async function refresh() {
     del.onclick = () => deleteRecord(target, revision);
     tr.children[4].append(save, del);
     if (entity === "workout") {
-      const sets = document.createElement("button");
-      sets.textContent = "Log a set";
-      sets.title = "a command: never merged with another click (merge: false)";
-      sets.onclick = () => logSet(target, Number(input.value));
-      tr.children[4].append(sets);
-      tr.children[1].append(` · ${setsOf(target)} sets`);
+      const log = document.createElement("button");
+      log.textContent = "Log a set";
+      log.title = "a command: never merged with another click (merge: false)";
+      log.onclick = () => logSet(target, Number(input.value));
+      tr.children[4].append(log);
+      tr.children[1].append(` · ${sets ?? 0} sets`);
     }
     tbody.append(tr);
   };
-  for (const rec of serverRecords) addRecordRow(rec.serverId, valueOf(rec.body), rec.revision, byTarget.get(rec.serverId) ?? []);
+  const shown = new Set();
+  for (const rec of local) {
+    shown.add(rec.key);
+    addRecordRow(rec.key, rec.entity, valueOf(rec), rec.revision, rec.sets, rec.error, byTarget.get(rec.key) ?? []);
+  }
   for (const [target, pending] of byTarget) {
-    if (target.startsWith("pending:")) {
-      const create = pending.find((p) => p.kind === "create");
-      addRecordRow(target, valueOf(create?.body), null, pending);
+    const create = pending.find((p) => p.kind === "create");
+    if (!shown.has(target) && create) {
+      addRecordRow(target, create.body?.entity ?? "?", valueOf(create.body), null, 0, null, pending);
     }
   }
   // Inspector.
@@ -255,8 +291,6 @@ $("#user").onchange = async (e) => {
   session.user = e.target.value; // never send one account's rows with another's session
   newSession();
   await outbox.resumeHeld(session.user); // rows held while this account was logged out
-  serverRecords = [];
-  await loadServerRecords();
   refresh();
 };
 $("#offline").onchange = (e) => setOffline(e.target.checked);
@@ -286,23 +320,18 @@ async function login() {
   newSession();
   const n = await outbox.resumeHeld(session.user);
   log(`logged in again; ${n} held row(s) resumed`);
-  await loadServerRecords();
   if (autoflush) flushNow();
   else refresh();
 }
 
 outbox.subscribe(() => refresh());
-await loadServerRecords();
 await refresh();
 if (autoflush) {
-  setInterval(async () => {
-    await flushNow().catch((e) => log(`flush failed: ${e.code ?? ""} ${e.message}`));
-    await loadServerRecords();
-  }, 2000);
+  setInterval(() => flushNow().catch((e) => log(`flush failed: ${e.code ?? ""} ${e.message}`)), 2000);
 }
 
 // Test and console hook: the same package API the page uses.
 window.outboxDemo = {
-  outbox, flushNow, send, createRecord, updateRecord, deleteRecord, logSet, setOffline, login, expireSession,
-  refresh, loadServerRecords, owner: () => session.user, ready: true,
+  outbox, flushNow, send, reconcile, createRecord, updateRecord, deleteRecord, logSet, setOffline, login,
+  expireSession, refresh, owner: () => session.user, ready: true,
 };
