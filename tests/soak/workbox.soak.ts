@@ -36,6 +36,8 @@ interface PeerOp {
   id: string;
   owner: string;
   kind: "create" | "update";
+  /** When the page was asked to send it (test clock). */
+  at: number;
 }
 
 test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
@@ -66,7 +68,8 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   let killsMidReplay = 0;
   let killing = false;
   let unsentAtKill = 0;
-  const killLog: Array<{ key: string; replay: boolean; afterCommit: boolean }> = [];
+  const killLog: Array<{ key: string; replay: boolean; afterCommit: boolean; at: number }> = [];
+  const killTimes: number[] = [];
   let closes = 0;
   let closesMidRequest = 0;
   let closedAbortedBySw = 0;
@@ -130,7 +133,7 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
     const update = kind !== "create" && known.length > 0 && draw() < 0.6;
     const w = ++serial;
     const id = `${run}-${w}`;
-    const op: PeerOp = { id, owner, kind: update ? "update" : "create" };
+    const op: PeerOp = { id, owner, kind: update ? "update" : "create", at: Date.now() };
     ops.set(id, op);
     const [entity, sid] = update ? known[Math.floor(draw() * known.length)].split(":") : ["workout", undefined];
     const body = { weight: Math.floor(draw() * 1000), w };
@@ -199,12 +202,12 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   async function browserKill(slot: number) {
     // Kill the browser while a request is on the wire: half before the gate saw it, half
     // after it committed. First while the queue replays (the entry is out of the queue while
-    // its request is on the wire); when the queue has nothing to replay, while a first send
-    // of three new operations is.
+    // its request is on the wire); when the queue has nothing to replay, while the first send
+    // of a new operation is.
     const afterCommit = chaos() < 0.5;
     const kill = async (w: Wire) => {
       killing = true;
-      killLog.push({ key: w.key, replay: w.replay, afterCommit });
+      killLog.push({ key: w.key, replay: w.replay, afterCommit, at: Date.now() });
       if (afterCommit) await w.forward();
       await killBrowser(context, profile);
       w.drop();
@@ -212,11 +215,11 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
     const page = pages[slot];
     let hit = await armAndWait((w) => w.replay, kill, () => page.evaluate(() => (window as any).peer.replay()), 2_000);
     if (hit) killsMidReplay++;
-    else hit = await armAndWait(() => true, kill, async () => {
-      for (let i = 0; i < 3; i++) await step(page, chaos, "create");
-    });
-    if (!hit) await killBrowser(context, profile);
-    else killsMidRequest++;
+    else hit = await armAndWait(() => true, kill, () => step(page, chaos, "create"));
+    if (!hit) {
+      killTimes.push(Date.now());
+      await killBrowser(context, profile);
+    } else killsMidRequest++;
     killing = false;
     kills++;
     pages.length = 0;
@@ -255,7 +258,9 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
     while (done < OPS) {
       const n = ++done;
       await edit(() => step(pages[slot], draw));
-      if (draw() < 0.1) await edit(() => pages[slot].evaluate(() => (window as any).peer.replay()));
+      // Now and then (about every 30 operations of all tabs) a page asks for a replay, so that
+      // the queue holds a few requests between replays, as it does between sync events.
+      if (draw() < 0.03) await edit(() => pages[slot].evaluate(() => (window as any).peer.replay()));
       if (n % killEvery === 0) await event(() => browserKill(slot));
       else if (n % closeEvery === 0) await event(() => tabClose(slot));
       if (draw() < 0.3) await new Promise((ok) => setTimeout(ok, Math.floor(draw() * 15)));
@@ -293,6 +298,9 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   let duplicates = 0;
   let lost = 0;
   const lostNeverOnWire: string[] = [];
+  for (const k of killLog) killTimes.push(k.at);
+  /** Sent at most 5 s before a kill: its fetch was still in the browser when it died. */
+  const beforeKill = (op: PeerOp) => killTimes.some((t) => t >= op.at && t - op.at < 5_000);
   for (const [id] of ops) {
     const n = count.get(id) ?? 0;
     if (n === 0) {
@@ -320,16 +328,19 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   const attempts = wire.reduce((n, [, c]) => n + c, 0);
   const replays = attempts - wire.length;
 
+  const unexplained = lostNeverOnWire.filter((id) => !beforeKill(ops.get(id)!));
   const secs = Math.round((Date.now() - started) / 1000);
   const faultsLine = Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(", ");
   console.log(`[peer] faults: ${faultsLine}; tabs closed ${closes} (${closesMidRequest} with the tab's send on the wire, ` +
     `${closedAbortedBySw} of those ended with the tab); browser SIGKILLs ${kills} (${killsMidRequest} with a request on the wire, ` +
     `${killsMidReplay} of those a replay, the others a first send)`);
   console.log(`[peer] sync events the service worker saw since its last start: ${syncEvents}; left in the queue: ${left}; ` +
-    `lost operations whose request never reached the wire: ${lostNeverOnWire.length}; ` +
+    `lost operations whose request never reached the wire: ${lostNeverOnWire.length} ` +
+    `(${lostNeverOnWire.length - unexplained.length} sent less than 5 s before a browser kill); ` +
     `sends cut off by a kill before they reached the page (not counted): ${unsentAtKill}; ` +
     `the gate's answers: ${[...statuses].sort(([a], [b]) => a - b).map(([st, n]) => `${st} ×${n}`).join(", ")}`);
   for (const d of disagree.slice(0, 10)) console.log(`[peer] wire and ledger disagree: ${d}`);
+  for (const id of unexplained) console.log(`[peer] lost, never on the wire, and sent long before any kill: ${id}`);
   for (const k of killLog) {
     console.log(`[peer] kill with ${k.replay ? "a replay" : "a first send"} of ${k.key} on the wire, ` +
       `${k.afterCommit ? "after the gate committed" : "before the gate saw it"}: applied ${count.get(k.key) ?? 0} times in all`);
@@ -337,7 +348,8 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   console.log(
     `PEER workbox-background-sync ${WORKBOX_VERSION} seed=${SEED} ops=${OPS} tabs=${PAGES}: sent ${ops.size}; ` +
     `queued after a network error ${failedFetches}; attempts ${attempts} (replays ${replays}); effects applied ${applied}; ` +
-    `duplicate effects ${duplicates}; lost operations ${lost}; resends the gate answered from its ledger ${origin.replayedByGate} ` +
+    `duplicate effects ${duplicates}; lost operations ${lost} (${lostNeverOnWire.length} of them never left a browser that was ` +
+    `then killed); resends the gate answered from its ledger ${origin.replayedByGate} ` +
     `(each a duplicate effect without the Idempotency-Key); browser kills ${kills}, tabs closed ${closes}; ${secs} s`,
   );
 
