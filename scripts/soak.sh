@@ -41,5 +41,6 @@ status=${PIPESTATUS[0]}
 set -e
 echo
 echo "summary (seed $SOAK_SEED):"
-grep -aE '^(SOAK|PEER) ' "$log" || echo "no SOAK or PEER line: see the output above"
+grep -aE '^SOAK ' "$log" || echo "SOAK: no line, the soak did not finish: see the output above"
+grep -aE '^PEER ' "$log" || echo "PEER: no line ($([ "${SOAK_PEER_OPS:-}" = 0 ] && echo 'skipped with --peer-ops 0' || echo 'the peer did not finish: see the output above'))"
 exit "$status"
