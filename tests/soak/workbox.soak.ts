@@ -329,6 +329,15 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   const replays = attempts - wire.length;
 
   const unexplained = lostNeverOnWire.filter((id) => !beforeKill(ops.get(id)!));
+  // Where each lost operation went: its request on the wire when the browser was killed (a
+  // replay: the Queue had already taken it out; a first send: never queued), or still in
+  // the browser then; anything else is "other" (none expected; listed above if any).
+  const lostIds = [...ops.keys()].filter((id) => (count.get(id) ?? 0) === 0);
+  const killedOnWire = new Map(killLog.map((k) => [k.key, k.replay]));
+  const lostReplay = lostIds.filter((id) => killedOnWire.get(id) === true).length;
+  const lostFirstSend = lostIds.filter((id) => killedOnWire.get(id) === false).length;
+  const lostInBrowser = lostNeverOnWire.length - unexplained.length;
+  const lostOther = lost - lostReplay - lostFirstSend - lostInBrowser;
   const secs = Math.round((Date.now() - started) / 1000);
   const faultsLine = Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(", ");
   console.log(`[peer] faults: ${faultsLine}; tabs closed ${closes} (${closesMidRequest} with the tab's send on the wire, ` +
@@ -340,7 +349,10 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
     `sends cut off by a kill before they reached the page (not counted): ${unsentAtKill}; ` +
     `the gate's answers: ${[...statuses].sort(([a], [b]) => a - b).map(([st, n]) => `${st} ×${n}`).join(", ")}`);
   for (const d of disagree.slice(0, 10)) console.log(`[peer] wire and ledger disagree: ${d}`);
-  for (const id of unexplained) console.log(`[peer] lost, never on the wire, and sent long before any kill: ${id}`);
+  for (const id of lostIds.filter((id) => !killedOnWire.has(id) && !(lostNeverOnWire.includes(id) && beforeKill(ops.get(id)!)))) {
+    console.log(`[peer] lost for another reason: ${id}, gate answers [${(origin.answers.get(id) ?? []).join(",")}], ` +
+      `attempts ${origin.attempts.get(id) ?? 0}`);
+  }
   for (const k of killLog) {
     console.log(`[peer] kill with ${k.replay ? "a replay" : "a first send"} of ${k.key} on the wire, ` +
       `${k.afterCommit ? "after the gate committed" : "before the gate saw it"}: applied ${count.get(k.key) ?? 0} times in all`);
@@ -348,8 +360,8 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   console.log(
     `PEER workbox-background-sync ${WORKBOX_VERSION} seed=${SEED} ops=${OPS} tabs=${PAGES}: sent ${ops.size}; ` +
     `queued after a network error ${failedFetches}; attempts ${attempts} (replays ${replays}); effects applied ${applied}; ` +
-    `duplicate effects ${duplicates}; lost operations ${lost} (${lostNeverOnWire.length} of them never left a browser that was ` +
-    `then killed); resends the gate answered from its ledger ${origin.replayedByGate} ` +
+    `duplicate effects ${duplicates}; lost operations ${lost} (at a browser kill: ${lostReplay} taken out of the queue ` +
+    `for a replay, ${lostFirstSend} a first send on the wire, ${lostInBrowser} not yet sent by the browser; other ${lostOther}); resends the gate answered from its ledger ${origin.replayedByGate} ` +
     `(each a duplicate effect without the Idempotency-Key); browser kills ${kills}, tabs closed ${closes}; ${secs} s`,
   );
 
