@@ -5,6 +5,7 @@
 // asserted is that the run completed, its queue drained, and its accounting adds up.
 //
 //   SOAK_PEER_OPS  operations (default min(SOAK_OPS, 500)); 0 skips the peer
+//   PEER_PORT      the port of the peer's origin (default: a free one)
 //
 // Which faults apply. The soak draws, per request, from the same stream and thresholds:
 // failed before the server (5 %) and answer lost after the gate committed (5 %) are applied
