@@ -55,7 +55,7 @@ tests/engines/windows.sh firefox webkit
 step "15/17 consumer: the packed tarball installed into a Vite app, type-checked, built, served on loopback and driven by Playwright (page and worker)"
 tests/consumer/run.sh
 
-step "16/17 soak: SOAK_OPS=${SOAK_OPS:-1000} operations across 4 tabs, faults, tabs closed mid-send, browser SIGKILLs (scripts/soak.sh)"
+step "16/17 soak: SOAK_OPS=${SOAK_OPS:-1000} operations across 4 tabs, faults, tabs closed mid-send, browser SIGKILLs, and a workbox-background-sync peer under the same faults (scripts/soak.sh)"
 scripts/soak.sh --no-build
 
 step "17/17 mutation testing of the planner lines the last commit changed (scripts/mutants.sh --changed)"
