@@ -236,13 +236,22 @@ pub fn answer_records(inputs: &[WriteInput], r: &Reconcile) -> Vec<RecordWrite> 
     resolve(inputs, &r.row.target)
 }
 
+/// The writes given with a change of an existing row (`retryBlocked`, `discard`), which
+/// commit only if that change does; a put `atTarget` keyed by the row's `target`.
+#[must_use]
+pub fn row_records(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
+    resolve(inputs, target)
+}
+
 fn resolve(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
     inputs
         .iter()
         .map(|i| match (&i.write, i.at_target) {
-            (RecordWrite::Put { store, value, .. }, true) => {
-                RecordWrite::Put { store: store.clone(), value: value.clone(), key: Some(Value::String(target.to_owned())) }
-            }
+            (RecordWrite::Put { store, value, .. }, true) => RecordWrite::Put {
+                store: store.clone(),
+                value: value.clone(),
+                key: Some(Value::String(target.to_owned())),
+            },
             (w, _) => w.clone(),
         })
         .collect()

@@ -15,7 +15,7 @@ use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
-use outbox_core::records::{enqueue_records, parse_writes, WriteInput};
+use outbox_core::records::{enqueue_records, parse_writes, row_records, WriteInput};
 use outbox_core::row::{find_stored as find, stored_order_key};
 use outbox_core::{decode, encode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
@@ -40,6 +40,24 @@ fn writes_arg(options: &JsValue) -> Result<Vec<WriteInput>, OutboxError> {
         None => Value::Null,
     };
     parse_writes(&writes, "options.writes").map_err(|e| OutboxError::invalid(e.0))
+}
+
+/// One strict replace over `scopes` with the app's record `writes`, which commit only if
+/// the replace does. Returns whether it committed and the records it changed.
+async fn with_records<'a>(
+    inner: &'a crate::inner::Inner,
+    scopes: Vec<Scope>,
+    writes: Vec<outbox_core::records::RecordWrite>,
+    planner: impl FnOnce(&[Value]) -> Option<outbox_core::ReplacePlan> + 'a,
+) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
+    let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
+    let planner: Planner<'_> = Box::new(move |cur| {
+        let mut plan = planner(cur)?;
+        plan.records = writes;
+        Some(plan)
+    });
+    let (r, changed) = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port).await?;
+    Ok((r.first() == Some(&Some(ReplaceOutcome::Committed)), changed))
 }
 
 /// A required app store name.
@@ -293,11 +311,13 @@ impl Outbox {
         #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "unknown")] body: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
+            let writes = writes_arg(&options)?;
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, and an object for a create or an update; `null` is a body.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
@@ -311,15 +331,14 @@ impl Outbox {
                 )));
             }
             let new_id = uuid::Uuid::new_v4().to_string();
-            let r = inner
-                .store
-                .transact(&[Scope::Id(row_id.clone()), row.scope()], Durability::Strict, |cur| {
-                    plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)
-                })
-                .await?;
-            let ok = r == Some(ReplaceOutcome::Committed);
+            let records = row_records(&writes, &row.target);
+            let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
+            let (ok, changed) = with_records(&inner, scopes, records, |cur| {
+                plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)
+            })
+            .await?;
             if ok {
-                inner.notifier.changed("retryBlocked", Some(&owner));
+                inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
             }
             Ok(JsValue::from_bool(ok))
         })
@@ -332,23 +351,35 @@ impl Outbox {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string | null")] owner: JsValue,
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         promise(async move {
             inner.check_open()?;
             let owner = if owner.is_null() { None } else { Some(owner_arg(&owner)?) };
             let row_id = id_arg(&row_id)?;
+            let writes = writes_arg(&options)?;
+            // `atTarget` needs the row's target: read it first (the replace re-checks the row).
+            let target = match writes.is_empty() {
+                true => String::new(),
+                false => inner
+                    .store
+                    .read(&[Scope::Id(row_id.clone())])
+                    .await?
+                    .first()
+                    .and_then(|r| decode(r).ok())
+                    .map(|r| r.target)
+                    .unwrap_or_default(),
+            };
             let now = inner.now();
             let lease = inner.tab.lease_ms;
-            let r = inner
-                .store
-                .transact(&[Scope::Id(row_id.clone())], Durability::Strict, |cur| {
+            let (ok, changed) =
+                with_records(&inner, vec![Scope::Id(row_id.clone())], row_records(&writes, &target), |cur| {
                     plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()
                 })
                 .await?;
-            let ok = r == Some(ReplaceOutcome::Committed);
             if ok {
-                inner.notifier.changed("discard", owner.as_deref());
+                inner.notifier.changed_records("discard", owner.as_deref(), &changed);
             }
             Ok(JsValue::from_bool(ok))
         })

@@ -249,9 +249,9 @@ async fn undecodable_rows_are_left_untouched_and_reported() {
     assert_eq!(rows[0]["error"], "unknown kind `upsert`");
     let m = ok(a.metrics(JsValue::UNDEFINED)).await;
     assert_eq!((m["undecodable"].clone(), m["total"].clone()), (json!(2), json!(0)));
-    assert_eq!(ok(a.discard(JsValue::NULL, "noowner".into())).await, true);
-    assert_eq!(ok(a.discard("bob".into(), "bad".into())).await, false);
-    assert_eq!(ok(a.discard("alice".into(), "bad".into())).await, true);
+    assert_eq!(ok(a.discard(JsValue::NULL, "noowner".into(), JsValue::UNDEFINED)).await, true);
+    assert_eq!(ok(a.discard("bob".into(), "bad".into(), JsValue::UNDEFINED)).await, false);
+    assert_eq!(ok(a.discard("alice".into(), "bad".into(), JsValue::UNDEFINED)).await, true);
     assert!(all_rows(&store).await.is_empty());
 }
 
@@ -337,8 +337,11 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
         "INVALID_ARGUMENT"
     );
     assert_eq!(code_of(a.resume_held(JsValue::NULL)).await, "INVALID_ARGUMENT");
-    assert_eq!(code_of(a.retry_blocked("alice".into(), "x".into(), js_fn("", ""))).await, "INVALID_ARGUMENT");
-    assert_eq!(code_of(a.discard("".into(), "x".into())).await, "INVALID_ARGUMENT");
+    assert_eq!(
+        code_of(a.retry_blocked("alice".into(), "x".into(), js_fn("", ""), JsValue::UNDEFINED)).await,
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(code_of(a.discard("".into(), "x".into(), JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(a.purge_owner(JsValue::UNDEFINED)).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(a.metrics(JsValue::from(false))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": ""})))).await, "INVALID_ARGUMENT");

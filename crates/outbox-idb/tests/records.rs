@@ -253,3 +253,33 @@ async fn bad_records_options_and_queries_are_refused() {
     let err = settle(a.record("todos".into(), JsValue::from_bool(true))).await.unwrap_err();
     assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
 }
+
+#[wasm_bindgen_test]
+async fn discard_and_retry_blocked_carry_record_writes_only_when_they_commit() {
+    let db = db_name("records-admin");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "create", "body": {"title": "x"}}));
+    let row = ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"title": "x"}, "atTarget": true}])))).await;
+    let (id, target): (JsValue, String) = (row["id"].as_str().unwrap().into(), row["target"].as_str().unwrap().into());
+    // In flight: the discard does not commit, and neither does its record write.
+    let ticket = settle(a.claim("alice".into(), id.clone())).await.unwrap();
+    let del = writes(json!([{"store": "todos", "delete": target}]));
+    assert_eq!(ok(a.discard("alice".into(), id.clone(), del.clone())).await, false);
+    assert_eq!(record(&a, &target).await["title"], "x");
+    // Refused by the server: blocked, then re-saved with its record patched in one transaction.
+    let refused = obj(json!({"type": "permanent", "code": "BAD"}));
+    ok(a.ack("alice".into(), id.clone(), ticket, refused, JsValue::UNDEFINED)).await;
+    let fix = writes(json!([{"store": "todos", "patch": target, "set": {"title": "y"}}]));
+    assert_eq!(ok(a.retry_blocked("alice".into(), id.clone(), obj(json!({"title": "y"})), fix)).await, true);
+    assert_eq!(record(&a, &target).await["title"], "y");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["body"], json!({"title": "y"}));
+    // Blocked again, then discarded with its record: neither is left.
+    let id: JsValue = rows[0]["id"].as_str().unwrap().into();
+    let ticket = settle(a.claim("alice".into(), id.clone())).await.unwrap();
+    ok(a.ack("alice".into(), id.clone(), ticket, obj(json!({"type": "permanent", "code": "BAD"})), JsValue::UNDEFINED))
+        .await;
+    assert_eq!(ok(a.discard("alice".into(), id, del)).await, true);
+    assert_eq!(record(&a, &target).await, Value::Null);
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}

@@ -210,21 +210,29 @@ async fn s7_retry_blocked_checks_its_body_like_enqueue() {
     let before = ok(a.rows("alice".into())).await;
     // Not JSON: refused, naming the path.
     for (body, path, _) in HOSTILE_BODIES {
-        let (code, message) = refused(a.retry_blocked("alice".into(), update.as_str().into(), expr(body))).await;
+        let (code, message) =
+            refused(a.retry_blocked("alice".into(), update.as_str().into(), expr(body), JsValue::UNDEFINED)).await;
         assert_eq!(code, "INVALID_ARGUMENT", "{body}: {message}");
         assert!(message.contains(&format!("`{path}`")), "{body}: {message}");
     }
     // An update's body is an object, as at enqueue; `null` is a body, not "keep it".
     for body in [JsValue::NULL, "text".into(), JsValue::from(3), Array::new().into()] {
-        let (code, message) = refused(a.retry_blocked("alice".into(), update.as_str().into(), body)).await;
+        let (code, message) =
+            refused(a.retry_blocked("alice".into(), update.as_str().into(), body, JsValue::UNDEFINED)).await;
         assert_eq!(code, "INVALID_ARGUMENT", "{message}");
         assert!(message.contains("object"), "{message}");
     }
     assert_eq!(ok(a.rows("alice".into())).await, before, "nothing was written");
     // A delete's body may be any JSON value, null included, as at enqueue.
-    assert_eq!(ok(a.retry_blocked("alice".into(), delete.as_str().into(), JsValue::NULL)).await, true);
+    assert_eq!(
+        ok(a.retry_blocked("alice".into(), delete.as_str().into(), JsValue::NULL, JsValue::UNDEFINED)).await,
+        true
+    );
     // Leaving it out keeps the body.
-    assert_eq!(ok(a.retry_blocked("alice".into(), update.as_str().into(), JsValue::UNDEFINED)).await, true);
+    assert_eq!(
+        ok(a.retry_blocked("alice".into(), update.as_str().into(), JsValue::UNDEFINED, JsValue::UNDEFINED)).await,
+        true
+    );
     let rows = ok(a.rows("alice".into())).await;
     let mut bodies: Vec<(&Value, &Value)> =
         rows.as_array().unwrap().iter().map(|r| (&r["target"], &r["body"])).collect();
@@ -397,7 +405,7 @@ async fn s3_rule2_unknown_fields_survive_a_flush_and_a_reissue() {
     let rep = ok(b.flush(flush_opts("alice", "return {type: 'permanent', code: 'INVALID'};"))).await;
     assert_eq!(rep["blocked"], 1);
     assert_foreign_fields_kept(&raw_get(&db, "f1").await, blobs);
-    assert_eq!(ok(b.retry_blocked("alice".into(), "f1".into(), JsValue::UNDEFINED)).await, true);
+    assert_eq!(ok(b.retry_blocked("alice".into(), "f1".into(), JsValue::UNDEFINED, JsValue::UNDEFINED)).await, true);
     let all = raw_all(&db).await;
     assert_eq!(all.length(), 1);
     let fresh = all.get(0);
@@ -459,7 +467,7 @@ async fn s3_rule3_a_known_field_json_cannot_hold_makes_the_row_undecodable_and_u
     assert!(get(&get(&raw, "body"), "at").is_instance_of::<js_sys::Date>(), "raw is the stored value");
     let m = ok(a.metrics("alice".into())).await;
     assert_eq!((m["undecodable"].clone(), m["total"].clone()), (json!(1), json!(0)));
-    assert_eq!(ok(a.discard("alice".into(), "d1".into())).await, true);
+    assert_eq!(ok(a.discard("alice".into(), "d1".into(), JsValue::UNDEFINED)).await, true);
     assert_eq!(raw_all(&db).await.length(), 0);
 }
 
