@@ -236,7 +236,7 @@ export class Model {
         if (!rec || this.locked.has(rec.key)) continue;
         if (!rec.alive) {
           // The record was deleted after this edit was sent: the user drops the rejected edit.
-          const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
+          const ok = await page.evaluate(([o, id]) => (window as any).soak.discard(o, id), [owner, row.id] as const);
           if (ok) this.discarded.add(row.id);
           continue;
         }
@@ -248,7 +248,7 @@ export class Model {
             const { ok, before, after } = await page.evaluate(async ([o, id, b, t]) => {
               const scope = async () => ((await (window as any).soak.outbox.rows(o)) as any[]).filter((r) => r.target === t).map((r) => r.id);
               const before = await scope();
-              const ok = await (window as any).soak.outbox.retryBlocked(o, id, b);
+              const ok = await (window as any).soak.retryBlocked(o, id, b);
               return { ok, before, after: await scope() };
             }, [owner, row.id, body, row.target] as const);
             for (const id of before) if (id !== row.id && !after.includes(id)) this.replaced.add(id);
@@ -261,7 +261,7 @@ export class Model {
             const fresh = now.find((x) => x.target === row.target && x.body?.w === op.w && !this.known.has(x.id));
             if (fresh && op.id === null) this.own(op, fresh.id);
           } else {
-            const ok = await page.evaluate(([o, id]) => (window as any).soak.outbox.discard(o, id), [owner, row.id] as const);
+            const ok = await page.evaluate(([o, id]) => (window as any).soak.discard(o, id), [owner, row.id] as const);
             if (!ok) return;
             this.discarded.add(row.id);
             const { row: again, before, after } = await this.enqueue(page, { owner, kind: "update", target: row.target, body });
@@ -291,6 +291,55 @@ export class Model {
   }
 
   // ---- the checks ----------------------------------------------------------------------------
+  /** Pending records without the create that sends them, and queued creates without their record. */
+  localViolations = 0;
+
+  /** Checks the invariant of the app's local records on a page (after every relaunch, and at the end). */
+  async checkLocal(page: Page, where: string): Promise<void> {
+    for (const owner of this.owners) {
+      const { rows, recs } = await page.evaluate((o) => (window as any).soak.local(o), owner);
+      const keys = new Set(recs.map((r: any) => r.key));
+      for (const rec of recs.filter((r: any) => String(r.key).startsWith("pending:"))) {
+        if (!rows.some((r: any) => r.kind === "create" && r.target === rec.key)) {
+          this.localViolations++;
+          this.localDetails.push(`${where}: pending record ${rec.key} of ${owner} has no create in the queue`);
+        }
+      }
+      for (const row of rows.filter((r: any) => r.kind === "create")) {
+        if (!keys.has(row.target)) {
+          this.localViolations++;
+          this.localDetails.push(`${where}: queued create ${row.id} (${row.target}) of ${owner} has no local record`);
+        }
+      }
+    }
+  }
+
+  localDetails: string[] = [];
+
+  /** After the drain: every local record is a server record with the same fields, and back. */
+  async localDiffering(api: APIRequestContext, page: Page): Promise<number> {
+    let differing = 0;
+    for (const owner of this.owners) {
+      const server: any[] = await (await api.get("/api/records", { headers: token(owner) })).json();
+      const { recs } = await page.evaluate((o) => (window as any).soak.local(o), owner);
+      const local = new Map<string, any>(recs.map((r: any) => [r.key, r]));
+      for (const s of server) {
+        const l = local.get(s.serverId);
+        const same = l && Object.keys(s.body).every((k) => JSON.stringify(l[k]) === JSON.stringify(s.body[k]));
+        if (!same) {
+          differing++;
+          this.localDetails.push(`local record ${s.serverId} of ${owner}: ${JSON.stringify(l ?? null)}, server ${JSON.stringify(s.body)}`);
+        }
+        local.delete(s.serverId);
+      }
+      for (const [key, l] of local) {
+        differing++;
+        this.localDetails.push(`local record ${key} of ${owner} is on no server record: ${JSON.stringify(l)}`);
+      }
+    }
+    return differing;
+  }
+
   async verify(api: APIRequestContext, page: Page) {
     const details: string[] = [...this.unexpected];
     const all: any[] = await (await api.get("/api/effects")).json();

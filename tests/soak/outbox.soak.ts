@@ -141,6 +141,8 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
       route.fulfill({ path: join(PAGE_DIR, new URL(route.request().url()).pathname.replace("/soak/", "")) }));
     await context.route("**/api/records/**", onRecords);
     for (let i = 0; i < PAGES; i++) await openPage(i);
+    // Whatever the kill interrupted, the records and the queue agree.
+    await model.checkLocal(pages[0], `after launch ${kills}`);
   }
 
   // ---- chaos events: every tab paused between edits, then one event -------------------
@@ -255,6 +257,8 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
 
   // ---- what the server did -----------------------------------------------------------------
   const result = await model.verify(request, pages[0]);
+  await model.checkLocal(pages[0], "after the drain");
+  const localDiffering = await model.localDiffering(request, pages[0]);
   await context.close();
   rmSync(profile, { recursive: true, force: true });
 
@@ -274,6 +278,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     console.log(`[soak] not drained: ${JSON.stringify(row)}`);
     for (const line of await model.history(request, row.target, row.owner)) console.log(`[soak]   ${line}`);
   }
+  for (const line of model.localDetails.slice(0, 20)) console.log(`[soak] ${line}`);
   if (errors.length) console.log(`[soak] flush errors: ${errors.length}, first: ${errors[0]}`);
   console.log(
     `SOAK seed=${SEED} ops=${OPS} tabs=${PAGES}: enqueued ${result.enqueued}; merged ${result.merged}, ` +
@@ -281,6 +286,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     `attempts ${attempts}; effects applied ${result.effects}; duplicate effects ${result.duplicates}; ` +
     `lost operations ${result.lost}; stale answers ${result.staleAnswers}, that changed a row ${result.staleChanged}; ` +
     `records differing from the last write ${result.differing} of ${result.records}; ` +
+    `local records: invariant broken ${model.localViolations}, differing from the server ${localDiffering}; ` +
     `browser kills ${kills}, tabs closed ${closes}; ${secs} s`,
   );
   expect(stuck, "rows left after the drain").toEqual([]);
@@ -288,6 +294,8 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   expect(result.lost, "lost operations").toBe(0);
   expect(result.staleChanged, "stale answers that changed a row").toBe(0);
   expect(result.differing, "records whose server state differs from the user's last write").toBe(0);
+  expect(model.localViolations, "a pending local record without its operation, or a queued create without its record").toBe(0);
+  expect(localDiffering, "local records differing from the server after the drain").toBe(0);
   expect(result.enqueued).toBeGreaterThanOrEqual(OPS);
   expect(kills, "the browser was killed mid-flush").toBeGreaterThanOrEqual(OPS >= 1000 ? 3 : 1);
 });

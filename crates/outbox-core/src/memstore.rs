@@ -5,7 +5,7 @@
 use crate::accounts::stored_is_owned;
 use crate::fingerprint::canonical_json;
 use crate::plan::{matches_expected, rows_in_scopes, ReplaceOutcome, ReplacePlan, Scope};
-use crate::records::{is_key, patched, rekeyed, set_at_path, Reconcile, RecordWrite};
+use crate::records::{forward, is_key, patched, rekeyed, set_at_path, stub, Reconcile, RecordWrite, MAX_FORWARDS};
 use crate::row::stored_order_key;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -103,16 +103,28 @@ impl MemStore {
         ReplaceOutcome::Committed
     }
 
-    /// The app record under `key` in `store`.
+    /// The app record under `key` in `store` (a forwarding stub is no record).
     #[must_use]
     pub fn record(&self, store: &str, key: &Value) -> Option<&Value> {
-        self.records.get(&(store.to_owned(), canonical_json(key)))
+        self.records.get(&(store.to_owned(), canonical_json(key))).filter(|v| forward(Some(v)).is_none())
     }
 
-    /// Every record of `store`, in key order of their JSON text.
+    /// Every record of `store`, in key order of their JSON text (forwarding stubs left out).
     pub fn records(&self, store: &str) -> impl Iterator<Item = &Value> {
         let store = store.to_owned();
-        self.records.iter().filter(move |((s, _), _)| *s == store).map(|(_, v)| v)
+        self.records.iter().filter(move |((s, _), v)| *s == store && forward(Some(v)).is_none()).map(|(_, v)| v)
+    }
+
+    /// The key a write naming `key` lands on: `key`, or where its stubs forward to.
+    fn landing(&self, store: &str, key: &Value) -> Value {
+        let mut key = key.clone();
+        for _ in 0..MAX_FORWARDS {
+            match forward(self.records.get(&(store.to_owned(), canonical_json(&key)))) {
+                Some(to) => key = to.clone(),
+                None => break,
+            }
+        }
+        key
     }
 
     fn write_record(&mut self, w: &RecordWrite) {
@@ -128,16 +140,19 @@ impl MemStore {
                 }
             }
             RecordWrite::Delete { store, key } => {
-                self.records.remove(&at(store, key));
+                let key = self.landing(store, key);
+                self.records.remove(&at(store, &key));
             }
             RecordWrite::Patch { store, key, set } => {
-                if let Some(v) = patched(self.records.get(&at(store, key)), set) {
-                    self.records.insert(at(store, key), v);
+                let key = self.landing(store, key);
+                if let Some(v) = patched(self.records.get(&at(store, &key)), set) {
+                    self.records.insert(at(store, &key), v);
                 }
             }
             RecordWrite::Rekey { store, from, to, set } => {
-                if let Some(v) = rekeyed(self.records.get(&at(store, from)), Some("id"), to, set) {
-                    self.records.remove(&at(store, from));
+                let from = self.landing(store, from);
+                if let Some(v) = rekeyed(self.records.get(&at(store, &from)), Some("id"), to, set) {
+                    self.records.insert(at(store, &from), stub(Some("id"), &from, to));
                     self.records.insert(at(store, to), v);
                 }
             }

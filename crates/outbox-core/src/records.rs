@@ -24,6 +24,12 @@
 //!   the server gave): both change a record **only if it exists**, so an answer arriving
 //!   after the user deleted the record locally — late, or replayed after a crash — never
 //!   brings it back ([`patched`], [`rekeyed`]).
+//! - **Forwarding.** A rekey leaves a small stub at the old key (`{"$outboxMovedTo": to}`,
+//!   with the old key at the key path). A write that names the old key afterwards — an edit
+//!   the app made against the `pending:` key while another tab's answer re-keyed the record
+//!   — changes the record at its new key ([`forward`]); without it that edit would reach
+//!   the server (its queue row is converted like any intent) but never the local record.
+//!   Stubs carry no other field, so an index on the app's fields does not list them.
 //! - **Replay.** A crash after the server committed leaves the row `sending`; it is sent
 //!   again after the lease, the gate replays the same receipt, and the same port maps it
 //!   to the same writes. The first ACK and its record writes commit together, so there is
@@ -305,11 +311,35 @@ pub fn reconcile_for(row: &Row, outcome: &Outcome) -> Option<Reconcile> {
     Some(Reconcile { row: row.clone(), answer })
 }
 
+/// The field of a forwarding stub: the key its record moved to.
+pub const MOVED_TO: &str = "$outboxMovedTo";
+
+/// How many stubs a write follows at most (a record re-keyed again and again).
+pub const MAX_FORWARDS: usize = 8;
+
+/// The stub left at `from` when its record moved to `to` (`from` at the key path, if any).
+#[must_use]
+pub fn stub(key_path: Option<&str>, from: &Value, to: &Value) -> Value {
+    let mut v = Value::Object(Map::new());
+    v[MOVED_TO] = to.clone();
+    if let Some(path) = key_path {
+        set_at_path(&mut v, path, from.clone());
+    }
+    v
+}
+
+/// Where a write naming a key holding `stored` goes instead: the key of the record the stub
+/// forwards to, or `None` when `stored` is not a stub.
+#[must_use]
+pub fn forward(stored: Option<&Value>) -> Option<&Value> {
+    stored?.get(MOVED_TO).filter(|k| is_key(k))
+}
+
 /// `current` with `set` merged in (shallow: each field of `set` replaces the record's);
 /// `None` when there is no record — a patch never creates one.
 #[must_use]
 pub fn patched(current: Option<&Value>, set: &Map<String, Value>) -> Option<Value> {
-    let mut obj = current?.as_object()?.clone();
+    let mut obj = current.filter(|c| forward(Some(c)).is_none())?.as_object()?.clone();
     for (k, v) in set {
         obj.insert(k.clone(), v.clone());
     }

@@ -265,3 +265,33 @@ fn patch_and_rekey_change_only_a_record_that_exists() {
     set_at_path(&mut v, "meta.key.id", json!(5));
     assert_eq!(v, json!({"meta": {"key": {"id": 5}}}));
 }
+
+#[test]
+fn an_edit_made_against_the_pending_key_after_the_record_moved_reaches_the_moved_record() {
+    let mut w = World::new(2);
+    w.reconcile = port;
+    let p = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
+    let target = p.row.unwrap().target;
+    w.flush(0, "alice"); // the create is answered: its record moves to rec:1
+    assert_eq!(rec(&w, &target), None);
+    // Tab 1 still shows the record under its pending: key and edits it there: the queue row
+    // is an intent converted later; the record write follows the stub to rec:1.
+    let edit = json!([{"store": TODOS, "patch": target, "set": {"title": "b"}}]);
+    let _ = w.enqueue_with(1, update("alice", &target, json!({"title": "b"})), edit);
+    assert_eq!(rec(&w, "rec:1").unwrap()["title"], "b");
+    assert_eq!(w.store.records(TODOS).count(), 1, "the stub is no record");
+    w.flush(1, "alice");
+    assert_eq!(w.server.records["rec:1"].body["title"], "b", "the edit reached the server too");
+    let _ = w.enqueue_with(1, delete("alice", &target), json!([{"store": TODOS, "delete": target}]));
+    assert_eq!(rec(&w, "rec:1"), None, "a delete by the old key deletes the moved record");
+}
+
+#[test]
+fn a_stub_forwards_only_to_a_key_and_a_patch_never_writes_into_one() {
+    let stub = outbox_core::records::stub(Some("id"), &json!("a"), &json!("b"));
+    assert_eq!(stub, json!({"id": "a", "$outboxMovedTo": "b"}));
+    assert_eq!(outbox_core::records::forward(Some(&stub)), Some(&json!("b")));
+    assert_eq!(outbox_core::records::forward(Some(&json!({"id": "a"}))), None);
+    assert_eq!(outbox_core::records::forward(Some(&json!({"$outboxMovedTo": {"x": 1}}))), None, "not a key");
+    assert_eq!(patched(Some(&stub), &Map::new()), None);
+}

@@ -141,6 +141,14 @@ async fn flush_reconciles_in_the_acks_transaction_and_announces_the_records() {
     let flat: Vec<Value> = changed.iter().flat_map(|r| r.as_array().unwrap().clone()).collect();
     assert!(flat.contains(&json!({"store": "todos", "key": target})), "{flat:?}");
     assert!(flat.contains(&json!({"store": "todos", "key": server_id})), "{flat:?}");
+
+    // Tab b still shows the record under its pending: key and edits it there: the write
+    // follows the stub the rekey left, to the record's new key.
+    let edit = obj(json!({"owner": "alice", "kind": "update", "target": target, "body": {"title": "oat milk"}}));
+    ok(b.enqueue(edit, writes(json!([{"store": "todos", "patch": target, "set": {"title": "oat milk"}}])))).await;
+    assert_eq!(record(&b, &server_id).await["title"], "oat milk");
+    assert_eq!(record(&b, &target).await, Value::Null, "the stub is no record");
+    assert_eq!(ok(b.records("todos".into(), JsValue::UNDEFINED)).await.as_array().unwrap().len(), 1);
 }
 
 #[wasm_bindgen_test]

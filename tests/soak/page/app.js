@@ -29,7 +29,29 @@ const report = (ev) => (window.soakReport ? window.soakReport(ev).catch(() => {}
 await init();
 const outbox = await Outbox.open({
   dbName, tabId, leaseMs, now, random, backoff: { baseMs: 50, capMs: 800 }, concurrency: 3,
+  // The app's records live beside the queue: each edit writes its record in the enqueue's
+  // transaction, each answer reconciles it in the ACK's (the offline-first app's invariant).
+  records: { version: 1, stores: [{ name: "records", keyPath: "key", indexes: [{ name: "byOwner", keyPath: "owner" }] }] },
 });
+
+/** The record writes that go with an edit. */
+function writesOf(op) {
+  if (op.kind === "create") return [{ store: "records", put: { owner: op.owner, ...op.body }, atTarget: true }];
+  if (op.kind === "delete") return [{ store: "records", delete: op.target }];
+  return [{ store: "records", patch: op.target, set: op.body }];
+}
+
+/** An answer → the record, in the ACK's transaction (never resurrecting a deleted one). */
+function reconcile({ row, answer }) {
+  if (answer.type === "success" && row.kind === "create") {
+    return [{ store: "records", rekey: row.target, to: answer.receipt.serverId, set: { revision: answer.receipt.revision ?? null } }];
+  }
+  if (answer.type === "success" && row.kind === "update") {
+    return [{ store: "records", patch: row.target, set: { revision: answer.receipt?.revision ?? null, error: null } }];
+  }
+  if (answer.type === "blocked") return [{ store: "records", patch: row.target, set: { error: answer.code } }];
+  return [];
+}
 
 // One session per account; a 401 makes the app log that account in again.
 const sessions = {};
@@ -114,7 +136,7 @@ async function findCreateReceipt({ owner, operationId }) {
 }
 
 async function flushOnce(owner) {
-  const r = await outbox.flush({ owner, send, prepareSuccessor, findCreateReceipt });
+  const r = await outbox.flush({ owner, send, prepareSuccessor, findCreateReceipt, reconcile });
   if (r.held > 0) {
     // A 401: log this account in again, then resume its held rows (§6, §11).
     login(owner);
@@ -146,9 +168,35 @@ window.soak = {
   async enqueue(op) {
     const scope = async () => (await outbox.rows(op.owner)).filter((r) => r.target === op.target).map((r) => r.id);
     const before = op.target ? await scope() : [];
-    const row = await outbox.enqueue(op);
+    const row = await outbox.enqueue(op, { writes: writesOf(op) });
     const after = op.target ? await scope() : [];
     return { row, before, after };
+  },
+  /** The user's re-save of a blocked row: its new body, and the record, in one transaction. */
+  async retryBlocked(owner, id, body) {
+    const row = (await outbox.rows(owner)).find((r) => r.id === id);
+    const writes = row && row.kind !== "delete" ? [{ store: "records", patch: row.target, set: { ...body, error: null } }] : [];
+    return outbox.retryBlocked(owner, id, body, { writes });
+  },
+  /** A discarded create takes its record with it, in the same transaction. */
+  async discard(owner, id) {
+    const row = (await outbox.rows(owner)).find((r) => r.id === id);
+    const writes = row?.kind === "create" ? [{ store: "records", delete: row.target }] : [];
+    return outbox.discard(owner, id, { writes });
+  },
+  /**
+   * The owner's queue rows and local records as one snapshot: one readonly transaction over
+   * both stores (other tabs keep flushing meanwhile, so two reads could disagree).
+   */
+  async local(owner) {
+    const db = await rawDb();
+    return new Promise((ok, err) => {
+      const tx = db.transaction(["outbox", "records"], "readonly");
+      const rows = tx.objectStore("outbox").index("byOwner").getAll(owner);
+      const recs = tx.objectStore("records").index("byOwner").getAll(owner);
+      tx.oncomplete = () => ok({ rows: rows.result, recs: recs.result });
+      tx.onerror = () => err(tx.error);
+    });
   },
   /**
    * An edit of a record the app knows only by its `pending:` target: enqueued there while

@@ -7,7 +7,7 @@ use super::request::request;
 use crate::convert::to_js;
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};
-use outbox_core::records::{set_at_path, RecordWrite};
+use outbox_core::records::{is_key, set_at_path, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -108,6 +108,28 @@ async fn get(store: &IdbObjectStore, key: &Value) -> std::result::Result<JsValue
     request(&store.get(&to_js(key))?).await
 }
 
+/// The key a write naming `key` lands on, and the record there: `key`, or where the
+/// forwarding stubs left by rekeys lead (`outbox_core::records::forward`).
+async fn landing(store: &IdbObjectStore, key: &Value) -> std::result::Result<(Value, JsValue), JsValue> {
+    let mut key = key.clone();
+    let mut current = get(store, &key).await?;
+    for _ in 0..MAX_FORWARDS {
+        let Some(to) = moved_to(&current) else { break };
+        key = to;
+        current = get(store, &key).await?;
+    }
+    Ok((key, current))
+}
+
+/// The key a stub forwards to (`None` for a record or nothing).
+pub fn moved_to(v: &JsValue) -> Option<Value> {
+    if !v.is_object() {
+        return None;
+    }
+    let to = Reflect::get(v, &MOVED_TO.into()).ok().filter(|t| !t.is_undefined())?;
+    serde_wasm_bindgen::from_value(to).ok().filter(is_key)
+}
+
 /// A shallow copy of `current` with `set` over it.
 fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
     let copy = Object::assign(&Object::new(), current.unchecked_ref());
@@ -144,26 +166,29 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
                 changed.extend(at.map(|k| (name.to_owned(), to_js(&k))));
             }
             RecordWrite::Delete { key, .. } => {
-                store.delete(&to_js(key)).map_err(fail)?;
-                changed.push((name.to_owned(), to_js(key)));
+                let (key, _) = landing(&store, key).await.map_err(fail)?;
+                store.delete(&to_js(&key)).map_err(fail)?;
+                changed.push((name.to_owned(), to_js(&key)));
             }
             RecordWrite::Patch { key, set, .. } => {
-                let current = get(&store, key).await.map_err(fail)?;
+                let (key, current) = landing(&store, key).await.map_err(fail)?;
                 if current.is_object() {
-                    put(&store, &merged(&current, set), (!inline).then_some(key)).map_err(fail)?;
-                    changed.push((name.to_owned(), to_js(key)));
+                    put(&store, &merged(&current, set), (!inline).then_some(&key)).map_err(fail)?;
+                    changed.push((name.to_owned(), to_js(&key)));
                 }
             }
             RecordWrite::Rekey { from, to, set, .. } => {
-                let current = get(&store, from).await.map_err(fail)?;
+                let (from, current) = landing(&store, from).await.map_err(fail)?;
                 if current.is_object() {
                     let moved = merged(&current, set);
                     if inline {
                         set_key_js(&moved, &path, to).map_err(fail)?;
                     }
-                    store.delete(&to_js(from)).map_err(fail)?;
+                    // The old key keeps a stub, so that a write still naming it follows.
+                    let left = to_js(&stub(path.as_str().filter(|_| inline), &from, to));
+                    put(&store, &left, (!inline).then_some(&from)).map_err(fail)?;
                     put(&store, &moved, (!inline).then_some(to)).map_err(fail)?;
-                    changed.push((name.to_owned(), to_js(from)));
+                    changed.push((name.to_owned(), to_js(&from)));
                     changed.push((name.to_owned(), to_js(to)));
                 }
             }

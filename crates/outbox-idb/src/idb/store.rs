@@ -135,7 +135,9 @@ impl Store {
         let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &app).await?;
         let os = tx.object_store(store).map_err(|e| OutboxError::storage("object store", &e))?;
         let req = os.get(key).map_err(|e| key_refused(&e))?;
-        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
+        let v = request(&req).await.map_err(|e| OutboxError::storage("read", &e))?;
+        // A stub left by a rekey is no record.
+        Ok(if records::moved_to(&v).is_some() { JsValue::UNDEFINED } else { v })
     }
 
     /// The app records of `store` (through `index` when given) within `range` (`undefined`
@@ -156,7 +158,8 @@ impl Store {
             None => os.get_all_with_key(range),
         }
         .map_err(|e| key_refused(&e))?;
-        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
+        let all: Array = request(&req).await.map_err(|e| OutboxError::storage("read", &e))?.unchecked_into();
+        Ok(all.iter().filter(|v| records::moved_to(v).is_none()).collect::<Array>().into())
     }
 
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
