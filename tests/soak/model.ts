@@ -305,8 +305,11 @@ export class Model {
           this.localDetails.push(`${where}: pending record ${rec.key} of ${owner} has no create in the queue`);
         }
       }
+      // A create in flight when the user deleted its record keeps its row, followed by the
+      // delete (an intent): the record is gone on purpose.
+      const deleting = new Set(rows.filter((r: any) => r.kind === "delete").map((r: any) => r.target));
       for (const row of rows.filter((r: any) => r.kind === "create")) {
-        if (!keys.has(row.target)) {
+        if (!keys.has(row.target) && !deleting.has(row.target)) {
           this.localViolations++;
           this.localDetails.push(`${where}: queued create ${row.id} (${row.target}) of ${owner} has no local record`);
         }
