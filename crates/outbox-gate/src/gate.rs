@@ -29,7 +29,7 @@ impl Default for Config {
 
 /// The time now, epoch milliseconds.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| ms(d))
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, ms)
 }
 
 fn ms(d: Duration) -> i64 {

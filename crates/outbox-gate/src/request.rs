@@ -2,6 +2,10 @@
 //! the request. It consumes the body, so axum runs it after the app's own extractors —
 //! authentication (a `FromRequestParts` extractor) is checked before the body is read.
 
+// Helpers return the `Response` to send on failure, as axum's rejections are; boxing it
+// would only add noise.
+#![allow(clippy::result_large_err)]
+
 use crate::answer::error;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -11,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-/// The longest `Idempotency-Key` and actor the gate accepts (characters).
+/// The longest `Idempotency-Key` and actor the gate accepts, in bytes (keys are ASCII).
 pub const MAX_KEY_LEN: usize = 255;
 
 /// A request to carry out at most once: its `Idempotency-Key`, fingerprint and body.
