@@ -83,13 +83,30 @@ impl<DB: Engine> Gate<DB> {
     ///
     /// `actor` comes from the app's authentication. A domain refusal (`404`, `412`...) is an
     /// `Ok` answer: it is stored and replayed like a success. An `Err` rolls back.
+    ///
+    /// The work runs in a task of its own, so a client that disconnects (axum then drops
+    /// the handler's future) does not cut it off between two statements: it completes, and
+    /// the client's resend gets the stored answer. A handler that panics is answered `500`
+    /// and its reservation released.
     pub async fn run<F>(&self, actor: &str, request: Idempotent, handler: F) -> Response
     where
-        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
+        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send + 'static,
     {
         if actor.is_empty() || actor.len() > MAX_KEY_LEN {
             return error(StatusCode::BAD_REQUEST, "INVALID_ACTOR", "the actor must be 1 to 255 characters");
         }
+        let worker = Gate { pool: self.pool.clone(), config: self.config };
+        let actor = actor.to_owned();
+        match tokio::spawn(async move { worker.carry_out(&actor, request, handler).await }).await {
+            Ok(response) => response,
+            Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the request failed; nothing was applied"),
+        }
+    }
+
+    async fn carry_out<F>(&self, actor: &str, request: Idempotent, handler: F) -> Response
+    where
+        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
+    {
         let key = request.key();
         let record = NewRecord {
             actor,
@@ -112,8 +129,9 @@ impl<DB: Engine> Gate<DB> {
             Ok(Reservation::InProgress { retry_after_ms }) => return in_progress(retry_after_ms),
             Err(e) => return self.failure(&e),
         };
-        // If this future is dropped (the client went away), the guard releases the
-        // reservation so that a retry need not wait for the lease.
+        // If this future is dropped before it finishes (the handler panicked, the runtime
+        // shuts down), the guard releases the reservation so that a retry need not wait
+        // for the lease.
         let mut guard =
             ReleaseOnDrop { pool: Some(self.pool.clone()), actor: actor.to_owned(), key: key.to_owned(), fence };
         let outcome = self.attempt(actor, key, fence, handler).await;

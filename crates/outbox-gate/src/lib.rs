@@ -1,16 +1,18 @@
 //! The server side of the outbox (SPEC §14): an idempotency gate an axum app mounts on its
 //! own routes, with its own authentication, on SQLite or PostgreSQL.
 //!
-//! ```ignore
+//! A handler of the app (the whole program: `examples/mount.rs`):
+//!
+//! ```text
 //! async fn create_order(
 //!     State(app): State<Arc<App>>,
 //!     user: AuthUser,          // the app's own authentication, checked first
 //!     req: Idempotent,         // Idempotency-Key + body + fingerprint (reads the body last)
 //! ) -> Response {
-//!     let Ok(Some(order)) = req.json::<Order>() else { return bad_request() };
+//!     let Ok(Some(order)) = req.json::<Order>() else { return StatusCode::UNPROCESSABLE_ENTITY.into_response() };
 //!     app.gate.run(&user.id, req, move |tx| Box::pin(async move {
 //!         let id: i64 = sqlx::query_scalar("INSERT INTO orders (item) VALUES ($1) RETURNING id")
-//!             .bind(&order.item).fetch_one(&mut **tx).await?;
+//!             .bind(order.item).fetch_one(&mut **tx).await?;
 //!         Ok(Answer::new(StatusCode::CREATED, json!({ "id": id })))
 //!     })).await
 //! }
