@@ -211,8 +211,11 @@ impl<DB: Engine> Gate<DB> {
     }
 }
 
+/// `409 IN_PROGRESS`. `Retry-After` is the rest of the holder's lease, at most one second:
+/// a holder that is alive finishes in about the time a request takes, and a client told to
+/// wait for the whole lease would wait for nothing; the lease only matters after a crash.
 fn in_progress(retry_after_ms: i64) -> Response {
-    let after = Duration::from_millis(u64::try_from(retry_after_ms).unwrap_or(0));
+    let after = Duration::from_millis(u64::try_from(retry_after_ms.min(1_000)).unwrap_or(0));
     retry_later(StatusCode::CONFLICT, "IN_PROGRESS", "the first request with this key is still running", after)
 }
 
