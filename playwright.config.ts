@@ -24,8 +24,9 @@ export default defineConfig({
     },
   },
   webServer: {
-    // The reference gate serves the demo app, the built package and the API (in-memory ledger).
-    command: `target/release/outbox-gate --addr 127.0.0.1:${PORT} --db :memory: --www www --pkg pkg`,
+    // The demo server serves the demo app, the built package and the API (in-memory ledger,
+    // asked for by name; --test-endpoints: the tests read /api/effects).
+    command: `target/release/outbox-gate --addr 127.0.0.1:${PORT} --db :memory: --test-endpoints --www www --pkg pkg`,
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,
     timeout: 60_000,

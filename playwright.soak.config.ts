@@ -17,7 +17,7 @@ export default defineConfig({
   outputDir: "test-results/soak",
   use: { ...base.use, baseURL: `http://127.0.0.1:${PORT}` },
   webServer: {
-    command: `target/release/outbox-gate --addr 127.0.0.1:${PORT} --db :memory: --www www --pkg pkg --processing-lease-ms 5000`,
+    command: `target/release/outbox-gate --addr 127.0.0.1:${PORT} --db :memory: --test-endpoints --www www --pkg pkg --processing-lease-ms 5000`,
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,
     timeout: 60_000,

@@ -9,4 +9,5 @@ DB="${DB:-target/demo-ledger.sqlite}"
 echo
 echo "  Demo app: http://127.0.0.1:${PORT}/   (open it in two tabs; Ctrl-C stops)"
 echo
-exec target/release/outbox-gate --addr "127.0.0.1:${PORT}" --db "$DB" --www www --pkg pkg
+# --test-endpoints: the demo's "session expired" button revokes its stand-in session.
+exec target/release/outbox-gate --addr "127.0.0.1:${PORT}" --db "$DB" --test-endpoints --www www --pkg pkg

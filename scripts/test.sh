@@ -21,8 +21,8 @@ cargo test --release -p outbox-core
 step "4/17 planner builds for wasm32-unknown-unknown"
 cargo build -p outbox-core --target wasm32-unknown-unknown
 
-step "5/17 gate: ledger and HTTP tests (SQLite)"
-cargo test -p outbox-gate
+step "5/17 gate: library, demo server and the SPEC §14 conformance suite on SQLite and on PostgreSQL (a throwaway cluster on loopback: scripts/pg.sh)"
+scripts/pg.sh cargo test -p outbox-gate -- --include-ignored
 
 step "6/17 binding: wasm-bindgen tests in headless Chromium on a real IndexedDB"
 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver --mode no-install crates/outbox-idb

@@ -67,7 +67,7 @@ async function freePort(): Promise<number> {
 /** A gate of this test's own, on a file ledger, that the test can crash (SIGKILL) and restart. */
 async function ownGate(dbFile: string, port: number): Promise<ChildProcess> {
   const gate = spawn("target/release/outbox-gate", [
-    "--addr", `127.0.0.1:${port}`, "--db", dbFile, "--work-delay-ms", "1500", "--processing-lease-ms", "2000",
+    "--addr", `127.0.0.1:${port}`, "--db", dbFile, "--test-endpoints", "--work-delay-ms", "1500", "--processing-lease-ms", "2000",
   ], { stdio: "ignore" });
   for (let i = 0; i < 100; i++) {
     try {

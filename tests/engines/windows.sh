@@ -14,7 +14,7 @@ pgids=()
 cleanup() { for g in "${pgids[@]}"; do kill -- -"$g" 2>/dev/null || true; done; }
 trap cleanup EXIT
 free_port; GATE_PORT="$FREE_PORT"
-setsid target/release/outbox-gate --addr "127.0.0.1:$GATE_PORT" --db :memory: --www www --pkg pkg \
+setsid target/release/outbox-gate --addr "127.0.0.1:$GATE_PORT" --db :memory: --test-endpoints --www www --pkg pkg \
   >"${TMPDIR:-/tmp}/engines-gate-$GATE_PORT.log" 2>&1 &
 pgids+=($!)
 wait_http "http://127.0.0.1:$GATE_PORT/" $!

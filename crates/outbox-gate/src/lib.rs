@@ -1,28 +1,40 @@
-//! The reference server-side idempotency gate of the outbox (SPEC §14).
+//! The server side of the outbox (SPEC §14): an idempotency gate an axum app mounts on its
+//! own routes, with its own authentication, on SQLite or PostgreSQL.
 //!
-//! - [`ledger::Ledger`]: the ledger trait (atomic reservation, completion with the domain
-//!   write in one transaction, replay, receipts, retention);
-//! - [`sqlite::SqliteLedger`]: its SQLite implementation (the default);
-//! - [`http`]: the HTTP routes; [`serve`] adds the static files (the demo app and the
-//!   built npm package).
+//! A handler of the app (the whole program: `examples/mount.rs`):
+//!
+//! ```text
+//! async fn create_order(
+//!     State(app): State<Arc<App>>,
+//!     user: AuthUser,          // the app's own authentication, checked first
+//!     req: Idempotent,         // Idempotency-Key + body + fingerprint (reads the body last)
+//! ) -> Response {
+//!     let Ok(Some(order)) = req.json::<Order>() else { return StatusCode::UNPROCESSABLE_ENTITY.into_response() };
+//!     app.gate.run(&user.id, req, move |tx| Box::pin(async move {
+//!         let id: i64 = sqlx::query_scalar("INSERT INTO orders (item) VALUES ($1) RETURNING id")
+//!             .bind(order.item).fetch_one(&mut **tx).await?;
+//!         Ok(Answer::new(StatusCode::CREATED, json!({ "id": id })))
+//!     })).await
+//! }
+//! ```
+//!
+//! - [`Gate`]: reserve, run the handler in the ledger's transaction, complete in the same
+//!   commit, replay, `422`/`409`/`503`; [`Config`]: lease and retention;
+//! - [`Idempotent`]: the request extractor; [`Answer`]: what a handler returns;
+//! - [`ledger::Engine`]: the ledger's statements, for [`sqlx::Sqlite`] and
+//!   [`sqlx::Postgres`]; [`pools`]: pools with the settings the ledger relies on;
+//! - [`demo`]: the demo app, one user of all this (with a stand-in login).
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod http;
+pub mod answer;
+pub mod demo;
+pub mod gate;
 pub mod ledger;
-pub mod sqlite;
+pub mod pools;
+pub mod request;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use tower_http::services::ServeDir;
-
-/// Everything the gate serves: the API, `/pkg` (the built package) and `/` (the demo app).
-pub fn app(gate: Arc<http::Gate>, www: Option<PathBuf>, pkg: Option<PathBuf>) -> axum::Router {
-    let mut router = http::api(gate);
-    if let Some(pkg) = pkg {
-        router = router.nest_service("/pkg", ServeDir::new(pkg));
-    }
-    if let Some(www) = www {
-        router = router.fallback_service(ServeDir::new(www));
-    }
-    router
-}
+pub use answer::Answer;
+pub use gate::{Config, Gate, Tx};
+pub use request::Idempotent;

@@ -1,69 +1,160 @@
-//! `outbox-gate`: the reference idempotency gate, serving the demo app and the package.
+//! `outbox-gate`: the demo server — the demo app (with a stand-in login) on the gate,
+//! serving the app and the package.
 //!
 //! ```text
-//! outbox-gate [--addr 127.0.0.1:8787] [--db :memory:|FILE] [--www DIR] [--pkg DIR]
-//!             [--retention-days 30] [--processing-lease-ms 30000] [--work-delay-ms 0]
+//! outbox-gate [--addr 127.0.0.1:8787] [--db FILE|:memory:|postgres://...] [--www DIR] [--pkg DIR]
+//!             [--retention-days 30] [--processing-lease-ms 30000] [--lock-timeout-ms 5000]
+//!             [--pg-connections 16] [--work-delay-ms 0] [--test-endpoints]
 //! ```
 
-use outbox_gate::http::Gate;
-use outbox_gate::ledger::Ledger;
-use outbox_gate::sqlite::{Retention, SqliteLedger};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use outbox_gate::demo::{self, DemoOptions, DemoStore};
+use outbox_gate::{pools, Config, Gate};
+use std::path::PathBuf;
+use std::process::exit;
 use std::time::Duration;
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: outbox-gate [--addr HOST:PORT] [--db :memory:|FILE] [--www DIR] [--pkg DIR] [--retention-days N] [--processing-lease-ms N] [--work-delay-ms N]");
-        return;
+const USAGE: &str = "usage: outbox-gate [--addr HOST:PORT] [--db FILE|:memory:|postgres://URL] [--www DIR] [--pkg DIR]
+                   [--retention-days N] [--processing-lease-ms N] [--lock-timeout-ms N] [--pg-connections N]
+                   [--work-delay-ms N] [--test-endpoints]";
+
+/// The command line, checked: unknown flags, missing values and numbers out of range are
+/// refused at start, not discovered later.
+struct Args {
+    addr: String,
+    db: String,
+    www: Option<PathBuf>,
+    pkg: Option<PathBuf>,
+    config: Config,
+    lock_timeout: Duration,
+    pg_connections: u32,
+    demo: DemoOptions,
+}
+
+fn number(flag: &str, value: &str, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    let n: u64 = value.parse().map_err(|_| format!("{flag} wants a whole number, not {value:?}"))?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{flag} must be from {} to {}, not {n}", range.start(), range.end()))
     }
-    let num = |name: &str, default: i64| -> i64 {
-        opt(name).map_or(default, |v| v.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
+}
+
+fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut a = Args {
+        addr: "127.0.0.1:8787".into(),
+        db: "outbox-gate.sqlite".into(),
+        www: None,
+        pkg: None,
+        config: Config::default(),
+        lock_timeout: Duration::from_secs(5),
+        pg_connections: 16,
+        demo: DemoOptions::default(),
     };
-    let addr = opt("--addr").unwrap_or_else(|| "127.0.0.1:8787".into());
-    let db = opt("--db").unwrap_or_else(|| ":memory:".into());
-    let retention = Retention {
-        completed_ms: num("--retention-days", 30) * 24 * 3600 * 1000,
-        processing_lease_ms: num("--processing-lease-ms", 30_000),
-    };
-    let ledger: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(&db, retention).unwrap_or_else(|e| {
-        eprintln!("outbox-gate: cannot open {db}: {e}");
-        std::process::exit(1)
-    }));
-    let gate = Arc::new(Gate {
-        ledger: ledger.clone(),
-        revoked: Mutex::new(HashSet::new()),
-        work_delay: Duration::from_millis(num("--work-delay-ms", 0) as u64),
-    });
-    let app = outbox_gate::app(gate, opt("--www").map(Into::into), opt("--pkg").map(Into::into));
-    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&addr).await.unwrap_or_else(|e| {
-            eprintln!("outbox-gate: cannot listen on {addr}: {e}");
-            std::process::exit(1)
-        });
-        // Retention: purge completed records past their expiry, hourly.
-        tokio::spawn(async move {
-            loop {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as i64);
-                if let Ok(n) = ledger.purge_expired(now) {
-                    if n > 0 {
-                        println!("outbox-gate: purged {n} expired ledger records");
-                    }
-                }
-                tokio::time::sleep(Duration::from_secs(3600)).await;
+    while let Some(flag) = argv.next() {
+        if flag == "--test-endpoints" {
+            a.demo.test_endpoints = true;
+            continue;
+        }
+        if flag == "--help" || flag == "-h" {
+            return Err(String::new());
+        }
+        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--addr" => a.addr = value,
+            "--db" => a.db = value,
+            "--www" => a.www = Some(value.into()),
+            "--pkg" => a.pkg = Some(value.into()),
+            "--retention-days" => {
+                a.config.retention = Duration::from_secs(number(&flag, &value, 1..=3650)? * 24 * 3600);
             }
-        });
-        println!("outbox-gate: listening on http://{addr}/ (ledger: {db})");
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .expect("server");
+            "--processing-lease-ms" => {
+                a.config.lease = Duration::from_millis(number(&flag, &value, 100..=86_400_000)?);
+            }
+            "--lock-timeout-ms" => a.lock_timeout = Duration::from_millis(number(&flag, &value, 1..=600_000)?),
+            "--pg-connections" => a.pg_connections = u32::try_from(number(&flag, &value, 1..=1000)?).unwrap_or(16),
+            "--work-delay-ms" => a.demo.work_delay = Duration::from_millis(number(&flag, &value, 0..=600_000)?),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    a.addr.parse::<std::net::SocketAddr>().map_err(|_| format!("--addr wants HOST:PORT, not {:?}", a.addr))?;
+    Ok(a)
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("outbox-gate: {message}");
+    exit(1)
+}
+
+async fn serve<DB: DemoStore>(gate: Gate<DB>, args: Args) {
+    let mut options = args.demo;
+    (options.www, options.pkg) = (args.www, args.pkg);
+    let test_endpoints = options.test_endpoints;
+    let app = demo::app(gate, options).await.unwrap_or_else(|e| fail(&format!("cannot create the demo's tables: {e}")));
+    let listener = tokio::net::TcpListener::bind(&args.addr)
+        .await
+        .unwrap_or_else(|e| fail(&format!("cannot listen on {}: {e}", args.addr)));
+    println!("outbox-gate: demo server on http://{}/ (ledger: {})", args.addr, args.db);
+    println!("outbox-gate: STAND-IN LOGIN — `Bearer <user>.<session>` is trusted as is; anyone can act as anyone.");
+    if test_endpoints {
+        println!("outbox-gate: --test-endpoints: /api/effects and /api/sessions/revoke are open; never deploy this.");
+    }
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .unwrap_or_else(|e| fail(&format!("server: {e}")));
+}
+
+/// Purges the ledger hourly (retention, orphaned reservations).
+fn spawn_purger<DB: outbox_gate::ledger::Engine>(pool: sqlx::Pool<DB>) {
+    tokio::spawn(async move {
+        loop {
+            match DB::purge(&pool, outbox_gate::gate::now_ms()).await {
+                Ok(p) if p.completed + p.orphaned > 0 => {
+                    println!("outbox-gate: purged {} expired and {} orphaned ledger records", p.completed, p.orphaned);
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("outbox-gate: purge failed: {e}"),
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+}
+
+fn main() {
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(e) => fail(&format!("{e}\n{USAGE}")),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| fail(&format!("tokio runtime: {e}")));
+    rt.block_on(async move {
+        let (db, config) = (args.db.clone(), args.config);
+        if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            let pool = pools::postgres(&db, args.pg_connections, args.lock_timeout)
+                .await
+                .unwrap_or_else(|e| fail(&format!("cannot connect to PostgreSQL: {e}")));
+            let gate = Gate::new(pool, config).await.unwrap_or_else(|e| fail(&format!("ledger: {e}")));
+            spawn_purger(gate.pool().clone());
+            serve(gate, args).await;
+        } else {
+            let pool = if db == ":memory:" {
+                eprintln!(
+                    "outbox-gate: WARNING: in-memory ledger (--db :memory:): every key is forgotten on restart, \
+                     so a resend after a restart is applied twice. For tests only."
+                );
+                pools::sqlite_in_memory().await
+            } else {
+                pools::sqlite_file(std::path::Path::new(&db), args.lock_timeout).await
+            }
+            .unwrap_or_else(|e| fail(&format!("cannot open {db}: {e}")));
+            let gate = Gate::new(pool, config).await.unwrap_or_else(|e| fail(&format!("ledger: {e}")));
+            spawn_purger(gate.pool().clone());
+            serve(gate, args).await;
+        }
     });
 }

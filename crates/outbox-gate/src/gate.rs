@@ -1,0 +1,241 @@
+//! [`Gate`]: runs an app's handler at most once per `(actor, Idempotency-Key)` (SPEC §14).
+
+use crate::answer::{error, retry_later, Answer};
+use crate::ledger::{Engine, NewRecord, Purged, Receipt, Reservation};
+use crate::request::{Idempotent, MAX_KEY_LEN};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures_util::future::BoxFuture;
+use sqlx::{Pool, Transaction};
+use std::time::Duration;
+
+/// How long the gate holds things.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// A processing reservation is held this long; after it, another request with the key
+    /// takes it over (its holder is taken to have crashed). Longer than the slowest handler.
+    /// Default 30 s.
+    pub lease: Duration,
+    /// Completed records are kept this long, so that a client offline for weeks still gets
+    /// its answer replayed instead of a second effect. Default 30 days.
+    pub retention: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { lease: Duration::from_secs(30), retention: Duration::from_secs(30 * 24 * 3600) }
+    }
+}
+
+/// The time now, epoch milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, ms)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The transaction a handler writes in; it commits with the completion of the record.
+pub type Tx<DB> = Transaction<'static, DB>;
+
+/// The idempotency gate over one database pool. Cheap to share (`Arc`) between handlers.
+///
+/// Methods: [`Gate::new`] (creates the ledger table), [`Gate::run`] (in a handler),
+/// [`Gate::receipt`], [`Gate::purge`] (call it periodically), [`Gate::pool`].
+#[derive(Debug)]
+pub struct Gate<DB: Engine> {
+    pool: Pool<DB>,
+    config: Config,
+}
+
+impl<DB: Engine> Gate<DB> {
+    /// A gate on `pool`; creates the ledger table `gate_idempotency` if missing.
+    ///
+    /// # Errors
+    /// The database refused the migration.
+    pub async fn new(pool: Pool<DB>, config: Config) -> Result<Gate<DB>, sqlx::Error> {
+        DB::migrate(&pool).await?;
+        Ok(Gate { pool, config })
+    }
+
+    /// The pool (for the app's own reads).
+    pub fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// Carries out `handler` at most once for `(actor, request.key())`:
+    ///
+    /// - new key: reserves it, runs `handler` in a transaction, stores its answer and
+    ///   completes the record in the same commit (the completion is refused by the database
+    ///   if the reservation was taken over meanwhile, and everything rolls back);
+    /// - completed, same request: the stored answer with `Idempotent-Replayed: true`;
+    /// - another request with the key: `422 PAYLOAD_CONFLICT`;
+    /// - still processing: `409 IN_PROGRESS` + `Retry-After`;
+    /// - a transient database failure (busy, lock timeout, serialization failure): `503` +
+    ///   `Retry-After`, nothing committed, the reservation released;
+    /// - an actor empty or longer than 255 characters: `400`.
+    ///
+    /// `actor` comes from the app's authentication. A domain refusal (`404`, `412`...) is an
+    /// `Ok` answer: it is stored and replayed like a success. An `Err` rolls back.
+    ///
+    /// The work runs in a task of its own, so a client that disconnects (axum then drops
+    /// the handler's future) does not cut it off between two statements: it completes, and
+    /// the client's resend gets the stored answer. A handler that panics is answered `500`
+    /// and its reservation released.
+    pub async fn run<F>(&self, actor: &str, request: Idempotent, handler: F) -> Response
+    where
+        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send + 'static,
+    {
+        if actor.is_empty() || actor.len() > MAX_KEY_LEN {
+            return error(StatusCode::BAD_REQUEST, "INVALID_ACTOR", "the actor must be 1 to 255 characters");
+        }
+        let worker = Gate { pool: self.pool.clone(), config: self.config };
+        let actor = actor.to_owned();
+        match tokio::spawn(async move { worker.carry_out(&actor, request, handler).await }).await {
+            Ok(response) => response,
+            Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the request failed; nothing was applied"),
+        }
+    }
+
+    async fn carry_out<F>(&self, actor: &str, request: Idempotent, handler: F) -> Response
+    where
+        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
+    {
+        let key = request.key();
+        let record = NewRecord {
+            actor,
+            key,
+            operation: request.operation(),
+            fingerprint: request.fingerprint(),
+            now_ms: now_ms(),
+            lease_ms: ms(self.config.lease),
+        };
+        let fence = match DB::reserve(&self.pool, record).await {
+            Ok(Reservation::Reserved { fence, .. }) => fence,
+            Ok(Reservation::Replay(answer)) => return answer.into_response(),
+            Ok(Reservation::PayloadConflict) => {
+                return error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "PAYLOAD_CONFLICT",
+                    "this Idempotency-Key was used with another request",
+                )
+            }
+            Ok(Reservation::InProgress { retry_after_ms }) => return in_progress(retry_after_ms),
+            Err(e) => return self.failure(&e),
+        };
+        // If this future is dropped before it finishes (the handler panicked, the runtime
+        // shuts down), the guard releases the reservation so that a retry need not wait
+        // for the lease.
+        let mut guard =
+            ReleaseOnDrop { pool: Some(self.pool.clone()), actor: actor.to_owned(), key: key.to_owned(), fence };
+        let outcome = self.attempt(actor, key, fence, handler).await;
+        match outcome {
+            Ok(Some(answer)) => {
+                guard.pool = None;
+                answer.into_response()
+            }
+            // Taken over while we worked: the new holder answers; a retry gets its answer.
+            Ok(None) => {
+                guard.pool = None;
+                in_progress(ms(self.config.lease))
+            }
+            Err(e) => {
+                guard.pool = None;
+                // Nothing was committed (or, if the commit's answer was lost, the record is
+                // completed and this release does nothing).
+                if let Err(release) = DB::release(&self.pool, actor, key, fence).await {
+                    eprintln!("outbox-gate: cannot release {key}: {release}");
+                }
+                self.failure(&e)
+            }
+        }
+    }
+
+    async fn attempt<F>(&self, actor: &str, key: &str, fence: i64, handler: F) -> Result<Option<Answer>, sqlx::Error>
+    where
+        F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
+    {
+        let mut tx = DB::begin(&self.pool).await?;
+        let mut answer = handler(&mut tx).await?;
+        answer.replayed = false;
+        let now = now_ms();
+        let expires = now.saturating_add(ms(self.config.retention));
+        if !DB::complete(&mut tx, actor, key, fence, &answer, now, expires).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(answer))
+    }
+
+    fn failure(&self, e: &sqlx::Error) -> Response {
+        // The database's text stays in the server's log, never in an answer.
+        eprintln!("outbox-gate: database: {e}");
+        if DB::is_transient(e) {
+            retry_later(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "BUSY",
+                "the server is busy; retry later",
+                Duration::from_secs(1),
+            )
+        } else {
+            error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "the request failed; nothing was applied")
+        }
+    }
+
+    /// The answer of `(actor, key)` for a client that lost it: `200` with the stored body of
+    /// a completed 2xx answer; `409 IN_PROGRESS` + `Retry-After` while processing (not yet
+    /// known either way); `404 NOT_FOUND` when unknown or completed without effect.
+    pub async fn receipt(&self, actor: &str, key: &str) -> Response {
+        match DB::receipt(&self.pool, actor, key, now_ms()).await {
+            Ok(Receipt::Completed(a)) if a.status.is_success() => Answer::new(StatusCode::OK, a.body).into_response(),
+            Ok(Receipt::Processing { retry_after_ms }) => in_progress(retry_after_ms),
+            Ok(_) => error(StatusCode::NOT_FOUND, "NOT_FOUND", "no completed operation with this id"),
+            Err(e) => self.failure(&e),
+        }
+    }
+
+    /// Removes completed records whose retention ended before `now_ms` and processing
+    /// records whose lease ended (their holder crashed and nobody resent).
+    ///
+    /// # Errors
+    /// The database failed.
+    pub async fn purge(&self, now_ms: i64) -> Result<Purged, sqlx::Error> {
+        DB::purge(&self.pool, now_ms).await
+    }
+}
+
+/// `409 IN_PROGRESS`. `Retry-After` is the rest of the holder's lease, at most one second:
+/// a holder that is alive finishes in about the time a request takes, and a client told to
+/// wait for the whole lease would wait for nothing; the lease only matters after a crash.
+fn in_progress(retry_after_ms: i64) -> Response {
+    let after = Duration::from_millis(u64::try_from(retry_after_ms.min(1_000)).unwrap_or(0));
+    retry_later(StatusCode::CONFLICT, "IN_PROGRESS", "the first request with this key is still running", after)
+}
+
+/// Releases a reservation when the request's future is dropped before it finished.
+struct ReleaseOnDrop<DB: Engine> {
+    pool: Option<Pool<DB>>,
+    actor: String,
+    key: String,
+    fence: i64,
+}
+
+impl<DB: Engine> Drop for ReleaseOnDrop<DB> {
+    fn drop(&mut self) {
+        let Some(pool) = self.pool.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (actor, key, fence) = (std::mem::take(&mut self.actor), std::mem::take(&mut self.key), self.fence);
+        runtime.spawn(async move {
+            if let Err(e) = DB::release(&pool, &actor, &key, fence).await {
+                eprintln!("outbox-gate: cannot release {key} of a dropped request: {e}");
+            }
+        });
+    }
+}

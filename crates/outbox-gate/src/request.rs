@@ -1,0 +1,141 @@
+//! [`Idempotent`]: the extractor that reads `Idempotency-Key` and the body and fingerprints
+//! the request. It consumes the body, so axum runs it after the app's own extractors —
+//! authentication (a `FromRequestParts` extractor) is checked before the body is read.
+
+// Helpers return the `Response` to send on failure, as axum's rejections are; boxing it
+// would only add noise.
+#![allow(clippy::result_large_err)]
+
+use crate::answer::error;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The longest `Idempotency-Key` and actor the gate accepts, in bytes (keys are ASCII).
+pub const MAX_KEY_LEN: usize = 255;
+
+/// A request to carry out at most once: its `Idempotency-Key`, fingerprint and body.
+/// Rejects a missing, empty or over-long key (`400`), and a body over the router's
+/// `DefaultBodyLimit` (`413`), with JSON bodies.
+#[derive(Clone, Debug)]
+pub struct Idempotent {
+    key: String,
+    operation: String,
+    fingerprint: String,
+    body: Bytes,
+}
+
+impl Idempotent {
+    /// Builds one from its parts (for apps that read the request themselves).
+    ///
+    /// # Errors
+    /// The key is empty, longer than [`MAX_KEY_LEN`] or not visible ASCII: a `400` answer.
+    pub fn new(
+        key: &str,
+        method: &str,
+        path: &str,
+        if_match: Option<&str>,
+        body: Bytes,
+    ) -> Result<Idempotent, Response> {
+        if key.is_empty() {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "MISSING_IDEMPOTENCY_KEY",
+                "send the operation id in Idempotency-Key",
+            ));
+        }
+        if key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_IDEMPOTENCY_KEY",
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            ));
+        }
+        Ok(Idempotent {
+            key: key.to_owned(),
+            operation: format!("{method} {path}"),
+            fingerprint: fingerprint(method, path, if_match, &body),
+            body,
+        })
+    }
+
+    /// The `Idempotency-Key`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Method and path, as stored with the record.
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+
+    /// The request's fingerprint (see [`fingerprint`]).
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The raw body.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The body parsed as JSON; an empty body is `None`.
+    ///
+    /// # Errors
+    /// The body is not JSON of that shape: a `400 INVALID` answer.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<Option<T>, Response> {
+        if self.body.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_slice(&self.body)
+            .map(Some)
+            .map_err(|_| error(StatusCode::BAD_REQUEST, "INVALID", "body is not valid JSON for this request"))
+    }
+}
+
+/// The gate's own fingerprint of a request (it does not trust the client's): SHA-256 of the
+/// canonical JSON of method, path, `If-Match` and body (a JSON body is canonicalised, so
+/// key order does not matter; another body counts by its bytes).
+pub fn fingerprint(method: &str, path: &str, if_match: Option<&str>, body: &[u8]) -> String {
+    let body = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice::<Value>(body).unwrap_or_else(|_| json!({"bytes": hex(&Sha256::digest(body))}))
+    };
+    let canon = outbox_core::fingerprint::canonical_json(
+        &json!({"method": method, "path": path, "ifMatch": if_match, "body": body}),
+    );
+    hex(&Sha256::digest(canon.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl<S: Send + Sync> FromRequest<S> for Idempotent {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Idempotent, Response> {
+        let (key, if_match) = {
+            let header = |name: &str| req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
+            (header("idempotency-key").unwrap_or_default(), header("if-match"))
+        };
+        let method = req.method().as_str().to_owned();
+        let path = req.uri().path_and_query().map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned());
+        // Refuse a bad key before reading the body.
+        Idempotent::new(&key, &method, &path, None, Bytes::new())?;
+        let body = Bytes::from_request(req, state).await.map_err(|rejection| {
+            let status = rejection.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                error(status, "PAYLOAD_TOO_LARGE", "the body is larger than this endpoint accepts")
+            } else {
+                error(status, "INVALID", "the body could not be read")
+            }
+        })?;
+        Idempotent::new(&key, &method, &path, if_match.as_deref(), body)
+    }
+}
