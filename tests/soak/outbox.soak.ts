@@ -14,6 +14,7 @@ import { test, expect, type BrowserContext, type Page, type Route } from "@playw
 import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { launch, killBrowser } from "./browser";
+import { events } from "./events";
 import { Model, rng } from "./model";
 
 const OPS = Number(process.env.SOAK_OPS ?? 1000);
@@ -146,29 +147,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   }
 
   // ---- chaos events: every tab paused between edits, then one event -------------------
-  let active = 0;
-  let eventRunning: Promise<void> | null = null;
-  async function edit<T>(fn: () => Promise<T>): Promise<T> {
-    while (eventRunning) await eventRunning;
-    active++;
-    try {
-      return await fn();
-    } finally {
-      active--;
-    }
-  }
-  async function event(fn: () => Promise<void>) {
-    while (eventRunning) await eventRunning;
-    let done!: () => void;
-    eventRunning = new Promise((ok) => (done = ok));
-    try {
-      while (active > 0) await new Promise((ok) => setTimeout(ok, 5));
-      await fn();
-    } finally {
-      eventRunning = null;
-      done();
-    }
-  }
+  const { edit, event } = events();
 
   /** Waits for the next request of the armed kind, runs `act` on it; gives up after 5 s. */
   async function armAndWait(a: NonNullable<typeof armed>, act: (r: Route) => Promise<void>): Promise<boolean> {

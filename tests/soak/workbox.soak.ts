@@ -25,6 +25,7 @@
 import { test, expect, type BrowserContext, type Page } from "@playwright/test";
 import { mkdirSync, rmSync } from "node:fs";
 import { launch, killBrowser } from "./browser";
+import { events } from "./events";
 import { rng } from "./model";
 import { buildServiceWorker, startPeerOrigin, WORKBOX_VERSION, type Wire } from "./peer";
 
@@ -152,29 +153,7 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   }
 
   // ---- events: every tab paused between operations, then one event (as in the soak) ------
-  let active = 0;
-  let eventRunning: Promise<void> | null = null;
-  async function edit<T>(fn: () => Promise<T>): Promise<T> {
-    while (eventRunning) await eventRunning;
-    active++;
-    try {
-      return await fn();
-    } finally {
-      active--;
-    }
-  }
-  async function event(fn: () => Promise<void>) {
-    while (eventRunning) await eventRunning;
-    let done!: () => void;
-    eventRunning = new Promise((ok) => (done = ok));
-    try {
-      while (active > 0) await new Promise((ok) => setTimeout(ok, 5));
-      await fn();
-    } finally {
-      eventRunning = null;
-      done();
-    }
-  }
+  const { edit, event } = events();
 
   /** Arms `act` for the next request that matches, then runs `start`; gives up after `ms`. */
   async function armAndWait(

@@ -48,6 +48,27 @@ fn port(r: &Reconcile) -> Vec<RecordWrite> {
     }
 }
 
+/// A world of `tabs` tabs with the demo's port and one create of alice's, its record
+/// written under the create's `pending:` target; returns that target.
+fn with_create(tabs: usize) -> (World, String) {
+    let mut w = World::new(tabs);
+    w.reconcile = port;
+    let p = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
+    let target = p.row.expect("a create is stored").target;
+    (w, target)
+}
+
+/// Starts tab 0's flush and carries out its requests up to and including the first send,
+/// answered by `answer`; the answer stays in the air.
+fn send_first(w: &mut World, answer: &mut dyn FnMut(&mut sim::Server, &outbox_core::SendOp) -> Outcome) {
+    w.start_flush(0, "alice");
+    while let Some(i) = w.find(0, |r| !is_send(r)) {
+        w.step(0, i, &mut |s, op| s.handle(op));
+    }
+    let i = w.find(0, is_send).expect("tab 0 sends");
+    w.step(0, i, answer);
+}
+
 #[test]
 fn records_commit_with_the_enqueue_also_when_it_merges_or_cancels() {
     let mut w = World::new(1);
@@ -72,10 +93,7 @@ fn records_commit_with_the_enqueue_also_when_it_merges_or_cancels() {
 
 #[test]
 fn a_success_reconciles_in_the_acks_transaction() {
-    let mut w = World::new(1);
-    w.reconcile = port;
-    let target = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
-    let target = target.row.unwrap().target;
+    let (mut w, target) = with_create(1);
     let report = w.flush(0, "alice");
     assert_eq!(report.succeeded, 1);
     assert!(w.store.is_empty(), "the row is acknowledged");
@@ -108,12 +126,7 @@ fn a_stale_answer_changes_neither_the_row_nor_the_records() {
         json!([{"store": TODOS, "put": {"id": "t1", "n": 1}}]),
     );
     // Tab 0 sends; its answer is delayed past the lease, and tab 1 takes the row over.
-    w.start_flush(0, "alice");
-    while let Some(i) = w.find(0, |r| !is_send(r)) {
-        w.step(0, i, &mut |s, op| s.handle(op));
-    }
-    let i = w.find(0, is_send).expect("tab 0 sends");
-    w.step(0, i, &mut |_, _| Outcome::success(json!({"serverId": "t1", "revision": 7})));
+    send_first(&mut w, &mut |_, _| Outcome::success(json!({"serverId": "t1", "revision": 7})));
     w.advance_all(LEASE + 1);
     let before = w.reconciled.len();
     let report = w.flush(1, "alice");
@@ -127,16 +140,8 @@ fn a_stale_answer_changes_neither_the_row_nor_the_records() {
 
 #[test]
 fn a_late_success_of_the_create_never_resurrects_a_record_deleted_meanwhile() {
-    let mut w = World::new(1);
-    w.reconcile = port;
-    let p = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
-    let target = p.row.unwrap().target;
-    w.start_flush(0, "alice");
-    while let Some(i) = w.find(0, |r| !is_send(r)) {
-        w.step(0, i, &mut |s, op| s.handle(op));
-    }
-    let i = w.find(0, is_send).expect("the create is sent");
-    w.step(0, i, &mut |s, op| s.handle(op));
+    let (mut w, target) = with_create(1);
+    send_first(&mut w, &mut |s, op| s.handle(op));
     // While the create is in flight the user deletes the record: an intent, and the record
     // is gone locally at once.
     let _ = w.enqueue_with(0, delete("alice", &target), json!([{"store": TODOS, "delete": target}]));
@@ -151,15 +156,8 @@ fn a_late_success_of_the_create_never_resurrects_a_record_deleted_meanwhile() {
 #[test]
 fn a_replayed_receipt_after_a_crash_reconciles_to_the_same_records() {
     let run = |crash: bool| {
-        let mut w = World::new(2);
-        w.reconcile = port;
-        let _ = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
-        w.start_flush(0, "alice");
-        while let Some(i) = w.find(0, |r| !is_send(r)) {
-            w.step(0, i, &mut |s, op| s.handle(op));
-        }
-        let i = w.find(0, is_send).unwrap();
-        w.step(0, i, &mut |s, op| s.handle(op)); // the server commits
+        let (mut w, _) = with_create(2);
+        send_first(&mut w, &mut |s, op| s.handle(op)); // the server commits
         if crash {
             w.kill(0); // the answer is lost with the tab
             w.advance_all(LEASE + 1);
@@ -268,10 +266,7 @@ fn patch_and_rekey_change_only_a_record_that_exists() {
 
 #[test]
 fn an_edit_made_against_the_pending_key_after_the_record_moved_reaches_the_moved_record() {
-    let mut w = World::new(2);
-    w.reconcile = port;
-    let p = w.enqueue_with(0, create("alice", json!({"title": "a"})), put_at_target(json!({"title": "a"})));
-    let target = p.row.unwrap().target;
+    let (mut w, target) = with_create(2);
     w.flush(0, "alice"); // the create is answered: its record moves to rec:1
     assert_eq!(rec(&w, &target), None);
     // Tab 1 still shows the record under its pending: key and edits it there: the queue row
