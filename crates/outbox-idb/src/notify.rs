@@ -1,7 +1,13 @@
 //! Cross-tab notice (SPEC §12): a committed change is announced on a BroadcastChannel named
 //! after the database, and reaches `subscribe` callbacks in every tab, this one included.
+//!
+//! This tab's callbacks hear every change at once. The channel hears a burst once: the
+//! first change of a quiet moment is posted at once, the changes of the next
+//! [`BURST_WINDOW_MS`] are merged (one notice per change and owner, their records
+//! together) and posted when it ends. A post costs about as much as a strict enqueue, so a
+//! burst of enqueues would otherwise spend most of its time telling other tabs.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -9,9 +15,135 @@ use web_sys::{BroadcastChannel, MessageEvent};
 
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
+/// How long changes after a posted one are gathered into one post per change and owner.
+pub const BURST_WINDOW_MS: i32 = 16;
+
+/// One pending post: a change of an owner, with the records it wrote.
+struct Pending {
+    change: String,
+    owner: Option<String>,
+    records: Vec<(String, JsValue)>,
+}
+
+/// The channel side: posts now, or gathers while a burst window is open.
+struct Outgoing {
+    channel: BroadcastChannel,
+    tab_id: String,
+    window_open: Cell<bool>,
+    queued: RefCell<Vec<Pending>>,
+    timer: RefCell<Option<Closure<dyn FnMut()>>>,
+    /// The running window's timeout, cleared on close (its closure is freed with us).
+    timeout: RefCell<Option<JsValue>>,
+}
+
+impl Outgoing {
+    fn post(&self, p: &Pending) {
+        let _ = self.channel.post_message(&message(&self.tab_id, &p.change, p.owner.as_deref(), &p.records));
+    }
+
+    fn send(self: &Rc<Self>, p: Pending) {
+        if !self.window_open.get() {
+            self.post(&p);
+            self.open_window();
+            return;
+        }
+        let mut queued = self.queued.borrow_mut();
+        match queued.iter_mut().find(|q| q.change == p.change && q.owner == p.owner) {
+            Some(q) => q.records.extend(p.records),
+            None => queued.push(p),
+        }
+    }
+
+    /// Opens a window; when it ends ([`Outgoing::tick`]), what was gathered is posted (and
+    /// a new window opens), or, if nothing was, the channel is quiet again.
+    fn open_window(self: &Rc<Self>) {
+        self.window_open.set(true);
+        let timer = self.timer.borrow();
+        let set = js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        match (set, timer.as_ref()) {
+            (Some(set), Some(tick)) => {
+                *self.timeout.borrow_mut() = set.call2(&js_sys::global(), tick.as_ref(), &BURST_WINDOW_MS.into()).ok();
+            }
+            _ => self.window_open.set(false), // no timers: post every change at once
+        }
+    }
+
+    /// Ends the window now, posting what it gathered (the outbox is closing).
+    fn finish(&self) {
+        for p in self.queued.borrow_mut().drain(..) {
+            self.post(&p);
+        }
+        if let (Some(id), Ok(clear)) =
+            (self.timeout.borrow_mut().take(), js_sys::Reflect::get(&js_sys::global(), &"clearTimeout".into()))
+        {
+            if let Some(clear) = clear.dyn_ref::<js_sys::Function>() {
+                let _ = clear.call1(&js_sys::global(), &id);
+            }
+        }
+        self.window_open.set(false);
+    }
+
+    /// The end of a window.
+    fn tick(self: &Rc<Self>) {
+        self.timeout.borrow_mut().take();
+        let gathered: Vec<Pending> = self.queued.borrow_mut().drain(..).collect();
+        if gathered.is_empty() {
+            self.window_open.set(false);
+            return;
+        }
+        for p in &gathered {
+            self.post(p);
+        }
+        self.open_window();
+    }
+
+    /// Made once per notifier and reused for every window: a closure is never dropped while
+    /// it runs.
+    fn new(channel: BroadcastChannel, tab_id: &str) -> Rc<Outgoing> {
+        let out = Rc::new(Outgoing {
+            channel,
+            tab_id: tab_id.to_owned(),
+            window_open: Cell::new(false),
+            queued: RefCell::new(Vec::new()),
+            timer: RefCell::new(None),
+            timeout: RefCell::new(None),
+        });
+        let weak = Rc::downgrade(&out);
+        *out.timer.borrow_mut() = Some(Closure::<dyn FnMut()>::new(move || {
+            if let Some(this) = weak.upgrade() {
+                this.tick();
+            }
+        }));
+        out
+    }
+}
+
+fn message(tab_id: &str, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) -> JsValue {
+    let msg = js_sys::Object::new();
+    if !records.is_empty() {
+        let list: js_sys::Array = records
+            .iter()
+            .map(|(store, key)| {
+                let r = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
+                let _ = js_sys::Reflect::set(&r, &"key".into(), key);
+                JsValue::from(r)
+            })
+            .collect();
+        let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
+    }
+    let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &tab_id.into());
+    let _ = js_sys::Reflect::set(&msg, &"change".into(), &what.into());
+    let _ = js_sys::Reflect::set(&msg, &"owner".into(), &owner.map_or(JsValue::NULL, JsValue::from));
+    msg.into()
+}
+
 /// The channel and this tab's subscribers.
 pub struct Notifier {
     channel: Option<BroadcastChannel>,
+    outgoing: Option<Rc<Outgoing>>,
     subscribers: Subscribers,
     next_id: RefCell<u32>,
     _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
@@ -35,7 +167,15 @@ impl Notifier {
         if let Some(ch) = &channel {
             unref(ch);
         }
-        Notifier { channel, subscribers, next_id: RefCell::new(0), _on_message: on_message, tab_id: tab_id.to_owned() }
+        let outgoing = channel.as_ref().map(|ch| Outgoing::new(ch.clone(), tab_id));
+        Notifier {
+            channel,
+            outgoing,
+            subscribers,
+            next_id: RefCell::new(0),
+            _on_message: on_message,
+            tab_id: tab_id.to_owned(),
+        }
     }
 
     /// Announces a committed change of `what` (e.g. `"enqueue"`) to every tab.
@@ -46,26 +186,10 @@ impl Notifier {
     /// [`Notifier::changed`], naming the app records the change wrote (`records:
     /// [{store, key}]`, present only when some were), so other tabs re-render only those.
     pub fn changed_records(&self, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) {
-        let msg = js_sys::Object::new();
-        if !records.is_empty() {
-            let list: js_sys::Array = records
-                .iter()
-                .map(|(store, key)| {
-                    let r = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
-                    let _ = js_sys::Reflect::set(&r, &"key".into(), key);
-                    JsValue::from(r)
-                })
-                .collect();
-            let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
+        deliver(&self.subscribers, &message(&self.tab_id, what, owner, records));
+        if let Some(out) = &self.outgoing {
+            out.send(Pending { change: what.to_owned(), owner: owner.map(str::to_owned), records: records.to_vec() });
         }
-        let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &self.tab_id.as_str().into());
-        let _ = js_sys::Reflect::set(&msg, &"change".into(), &what.into());
-        let _ = js_sys::Reflect::set(&msg, &"owner".into(), &owner.map_or(JsValue::NULL, JsValue::from));
-        if let Some(ch) = &self.channel {
-            let _ = ch.post_message(&msg);
-        }
-        deliver(&self.subscribers, &msg);
     }
 
     /// Adds a callback; returns its id for [`Notifier::unsubscribe`].
@@ -83,6 +207,9 @@ impl Notifier {
 
     /// Leaves the channel.
     pub fn close(&self) {
+        if let Some(out) = &self.outgoing {
+            out.finish();
+        }
         if let Some(ch) = &self.channel {
             ch.set_onmessage(None);
             ch.close();

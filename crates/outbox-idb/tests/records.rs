@@ -291,3 +291,69 @@ async fn discard_and_retry_blocked_carry_record_writes_only_when_they_commit() {
     assert_eq!(record(&a, &target).await, Value::Null);
     assert_eq!(ok(a.rows("alice".into())).await, json!([]));
 }
+
+/// Tab b's notices from tab a after a burst of 20 enqueues with record writes, issued at
+/// once; `close_a` closes tab a right after the last commit.
+async fn burst(db: &str, close_a: bool) -> (u32, Vec<Value>) {
+    let a = open_app(db, "tab-a", 1).await;
+    let b = open_app(db, "tab-b", 1).await;
+    let (mine, theirs) = (Array::new(), Array::new());
+    let (m2, t2) = (mine.clone(), theirs.clone());
+    let _ua = a.subscribe(
+        Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| {
+            m2.push(&v);
+        })
+        .into_js_value(),
+    );
+    let _ub = b.subscribe(
+        Closure::<dyn FnMut(JsValue)>::new(move |v: JsValue| {
+            t2.push(&v);
+        })
+        .into_js_value(),
+    );
+    let calls: Array = (0..20)
+        .map(|i| {
+            let op = obj(json!({"owner": "alice", "kind": "update", "target": format!("t{i}"), "body": {"n": i}}));
+            JsValue::from(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": format!("t{i}"), "n": i}}]))))
+        })
+        .collect();
+    settle(js_sys::Promise::all(&calls)).await.expect("every enqueue commits");
+    if close_a {
+        a.close();
+    }
+    let _ = settle(js_sys::Promise::new(&mut |res, _| {
+        let _ = web_sys::window().unwrap().set_timeout_with_callback_and_timeout_and_arguments_0(&res, 100);
+    }))
+    .await;
+    let from_a = theirs.iter().map(|n| from_js(&n, "n").unwrap()).filter(|n| n["tabId"] == "tab-a").collect();
+    (mine.length(), from_a)
+}
+
+fn keys_named(notices: &[Value]) -> Vec<String> {
+    let mut keys: Vec<String> = notices
+        .iter()
+        .flat_map(|n| n["records"].as_array().cloned().unwrap_or_default())
+        .map(|r| r["key"].as_str().unwrap().to_owned())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+#[wasm_bindgen_test]
+async fn a_burst_reaches_other_tabs_merged_without_losing_a_record() {
+    let (mine, from_a) = burst(&db_name("records-burst"), false).await;
+    assert_eq!(mine, 20, "this tab's callbacks hear every change at once");
+    // How many posts depends on timing (a figure for the benchmark, not asserted here); the
+    // merged notices name every record of the burst.
+    web_sys::console::log_1(&format!("20 enqueues reached the other tab in {} notices", from_a.len()).into());
+    assert!(!from_a.is_empty() && from_a.len() <= 20);
+    assert_eq!(keys_named(&from_a).len(), 20, "{from_a:?}");
+    assert!(from_a.iter().all(|n| n["change"] == "enqueue" && n["owner"] == "alice"));
+}
+
+#[wasm_bindgen_test]
+async fn closing_right_after_a_burst_still_posts_what_was_gathered() {
+    let (_, from_a) = burst(&db_name("records-burst-close"), true).await;
+    assert_eq!(keys_named(&from_a).len(), 20, "{from_a:?}");
+}
