@@ -114,7 +114,6 @@ pub fn plan_ack(
                 expected: in_scope(&scope, scope_rows).into_iter().cloned().collect(),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
-                puts: vec![],
                 ..Default::default()
             }
         }

@@ -104,7 +104,6 @@ pub fn plan_discard(
         scopes: vec![Scope::Id(id.clone())],
         expected: vec![raw.clone()],
         deletes: vec![id],
-        puts: vec![],
         ..Default::default()
     })
 }

@@ -78,7 +78,7 @@ pub fn plan_claim(
     apply_claim(&mut row, tab, now);
     let ticket = row.ticket().expect("claim just written");
     Ok(ClaimPlan {
-        plan: ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)], ..Default::default() },
+        plan: ReplacePlan { scopes, expected, puts: vec![encode(&row)], ..Default::default() },
         ticket,
         row,
     })

@@ -120,13 +120,7 @@ pub fn plan_enqueue(
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
     let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
-    let base = ReplacePlan {
-        scopes: vec![scope],
-        expected: scope_rows.to_vec(),
-        deletes: vec![],
-        puts: vec![],
-        ..Default::default()
-    };
+    let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), ..Default::default() };
 
     if op.no_merge {
         // §7: a command is never coalesced; it waits for whatever the scope holds last.

@@ -114,7 +114,7 @@ pub fn plan_convert(
     }
     scopes.push(target);
     expected.extend(in_target.into_iter().cloned());
-    Ok(ReplacePlan { scopes, expected, deletes: vec![], puts: vec![encode(&row)], ..Default::default() })
+    Ok(ReplacePlan { scopes, expected, puts: vec![encode(&row)], ..Default::default() })
 }
 
 /// The scopes a conversion re-reads: the intent, its create row if given, and the scope of
@@ -150,7 +150,6 @@ pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now:
     Some(ReplacePlan {
         scopes: vec![Scope::Id(intent.id.clone())],
         expected: vec![intent_raw.clone()],
-        deletes: vec![],
         puts: vec![encode(&intent)],
         ..Default::default()
     })

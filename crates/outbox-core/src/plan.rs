@@ -118,7 +118,6 @@ mod cas_tests {
         let plan = |expected: Value| ReplacePlan {
             scopes: vec![Scope::target("o", "t")],
             expected: vec![expected],
-            deletes: vec![],
             puts: vec![
                 json!({"id": "a", "owner": "o", "target": "t", "n": 3}),
                 json!({"id": "z", "owner": "o", "target": "t"}),
