@@ -102,17 +102,6 @@ impl RecordWrite {
             | RecordWrite::Rekey { store, .. } => store,
         }
     }
-
-    /// The keys it may change (for the cross-tab notice). A put without a key names none:
-    /// its key is in the value, at the store's key path, which only the store knows.
-    #[must_use]
-    pub fn keys(&self) -> Vec<&Value> {
-        match self {
-            RecordWrite::Put { key, .. } => key.iter().collect(),
-            RecordWrite::Delete { key, .. } | RecordWrite::Patch { key, .. } => vec![key],
-            RecordWrite::Rekey { from, to, .. } => vec![from, to],
-        }
-    }
 }
 
 /// Why record writes were refused (nothing is written).

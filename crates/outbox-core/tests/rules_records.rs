@@ -241,6 +241,10 @@ fn writes_are_checked_before_anything_is_written() {
         let e = parse_writes(&v, "writes").expect_err(&v.to_string());
         assert!(e.0.contains(want), "{v}: {e}");
     }
+    let nested = |n: usize| (0..n).fold(json!("k"), |k, _| json!([k]));
+    assert!(parse_writes(&json!([{"store": TODOS, "delete": nested(8)}]), "w").is_ok(), "8 arrays deep is a key");
+    let e = parse_writes(&json!([{"store": TODOS, "delete": nested(9)}]), "w").unwrap_err();
+    assert_eq!(e.to_string(), "`w[0].delete` must be a key: a string, a number or an array of them");
     let many = Value::Array(vec![json!({"store": TODOS, "delete": 1}); MAX_WRITES + 1]);
     assert!(parse_writes(&many, "writes").unwrap_err().0.contains("more than"));
     let just_enough = Value::Array(vec![json!({"store": TODOS, "delete": 1}); MAX_WRITES]);
@@ -289,4 +293,32 @@ fn a_stub_forwards_only_to_a_key_and_a_patch_never_writes_into_one() {
     assert_eq!(outbox_core::records::forward(Some(&json!({"id": "a"}))), None);
     assert_eq!(outbox_core::records::forward(Some(&json!({"$outboxMovedTo": {"x": 1}}))), None, "not a key");
     assert_eq!(patched(Some(&stub), &Map::new()), None);
+}
+
+#[test]
+fn writes_name_their_store_and_at_target_follows_the_row_given_with_them() {
+    let inputs = parse_writes(
+        &json!([
+            {"store": "a", "put": {"x": 1}, "atTarget": true},
+            {"store": "b", "delete": "k"},
+            {"store": "c", "patch": "k", "set": {}},
+            {"store": "d", "rekey": "k", "to": "j"},
+        ]),
+        "w",
+    )
+    .unwrap();
+    let row = decode(&json!({"id": "r", "owner": "alice", "target": "todo:9", "kind": "update", "body": {},
+                             "savedAt": 1, "state": "sending"}))
+    .unwrap();
+    let r = Reconcile { row, answer: Answer::Blocked { code: "X".into() } };
+    for writes in
+        [outbox_core::records::answer_records(&inputs, &r), outbox_core::records::row_records(&inputs, "todo:9")]
+    {
+        assert_eq!(writes.iter().map(RecordWrite::store).collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+        assert_eq!(
+            writes[0],
+            RecordWrite::Put { store: "a".into(), value: json!({"x": 1}), key: Some(json!("todo:9")) }
+        );
+        assert_eq!(writes[1], RecordWrite::Delete { store: "b".into(), key: json!("k") });
+    }
 }
