@@ -38,8 +38,8 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
     const fA = [await floorA(context, page, S.small, S.runs), await floorA(context, page, S.large, S.runsLarge)];
     const fB = [await floorB(context, page, S.small, S.runs), await floorB(context, page, S.large, S.runsLarge)];
     [S.small, S.large].forEach((size, i) => {
-      add({ figure: `Floor A: 1 readwrite tx per row (index read + put), N=${n(size)}`, value: perRow(fA[i].ms, size), data: { n: size, ...fA[i] } });
-      add({ figure: `Floor B: 2 such tx per row (naive claim + ACK), N=${n(size)}`, value: perRow(fB[i].ms, size), data: { n: size, ...fB[i] } });
+      add({ figure: `Floor A: 1 readwrite tx per row (index read + put), N=${n(size)} (${runsOf(fA[i])})`, value: perRow(fA[i].ms, size), data: { n: size, ...fA[i] } });
+      add({ figure: `Floor B: 2 such tx per row (naive claim + ACK), N=${n(size)} (${runsOf(fB[i])})`, value: perRow(fB[i].ms, size), data: { n: size, ...fB[i] } });
     });
 
     for (const [i, size] of [S.small, S.large].entries()) {

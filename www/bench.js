@@ -26,7 +26,7 @@ function txDone(tx) {
 /** A row as the package stores it would be, for the floors (same store, same indexes). */
 function rawRow(owner, i, state) {
   return { id: `floor-${owner}-${i}`, owner, target: `workout:${i}`, kind: "update",
-           body: { weight: i, note: NOTE }, fingerprint: "f".repeat(64), savedAt: i, state };
+           body: { weight: i % 1000, note: NOTE }, fingerprint: "f".repeat(64), savedAt: i, state };
 }
 
 /** One readwrite transaction: the index read of the row's [owner, target], then a put. */
@@ -95,7 +95,7 @@ window.bench = {
   async enqueue(owner, n) {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
-      await this.outbox.enqueue({ owner, kind: "update", target: `workout:${i}`, body: { weight: i, note: NOTE } });
+      await this.outbox.enqueue({ owner, kind: "update", target: `workout:${i}`, body: { weight: i % 1000, note: NOTE } });
     }
     return performance.now() - t0;
   },
@@ -118,7 +118,7 @@ window.bench = {
     await bulk(idb, n, (i) => {
       const id = `${owner}-${run}-${i}`;
       const target = kind === "create" ? `pending:${id}` : `workout:${i}`;
-      return { ...raw, id, target, savedAt: raw.savedAt + i, body: { ...body, weight: i } };
+      return { ...raw, id, target, savedAt: raw.savedAt + i, body: { ...body, weight: i % 1000 } };
     });
     idb.close();
   },
@@ -146,7 +146,7 @@ window.bench = {
     const worker = async () => {
       while (next < n) {
         const i = next++;
-        const o = await post(owner, `${owner}-post-${i}`, { entity: "workout", weight: i, note: NOTE });
+        const o = await post(owner, `${owner}-post-${i}`, { entity: "workout", weight: i % 1000, note: NOTE });
         if (o.type === "success") ok++;
       }
     };
@@ -168,7 +168,7 @@ window.bench = {
   async seedOthers(n) {
     const idb = await openRaw(this.db);
     await bulk(idb, n, (i) => ({ id: `other-${i}`, owner: `user-${i % 997}`, target: `workout:${i}`, kind: "update",
-                                 body: { weight: i, note: NOTE }, savedAt: i, state: "queued" }));
+                                 body: { weight: i % 1000, note: NOTE }, savedAt: i, state: "queued" }));
     idb.close();
   },
 
