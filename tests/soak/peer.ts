@@ -17,8 +17,11 @@ export const WORKBOX_VERSION: string = JSON.parse(
   readFileSync(resolve("node_modules/workbox-background-sync/package.json"), "utf8"),
 ).version;
 
-/** Bundles tests/soak/peer/sw.js with workbox-background-sync (production build) into `outDir`. */
-export async function buildServiceWorker(outDir: string): Promise<void> {
+/**
+ * Bundles a service worker (tests/soak/peer/sw.js unless `entry` names another, e.g. the
+ * benchmark's) with workbox-background-sync (production build) into `outDir`/sw.js.
+ */
+export async function buildServiceWorker(outDir: string, entry = join(PEER_DIR, "sw.js")): Promise<void> {
   await build({
     configFile: false,
     logLevel: "warn",
@@ -27,7 +30,7 @@ export async function buildServiceWorker(outDir: string): Promise<void> {
       outDir,
       emptyOutDir: true,
       minify: false,
-      lib: { entry: join(PEER_DIR, "sw.js"), formats: ["iife"], name: "peerSw", fileName: () => "sw.js" },
+      lib: { entry, formats: ["iife"], name: "peerSw", fileName: () => "sw.js" },
     },
   });
 }

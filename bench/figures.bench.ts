@@ -1,0 +1,116 @@
+// Issue 12's benchmark: every figure measured side by side in one run, in one persistent
+// (on-disk) Chromium profile, against the gate on loopback. Prints one table (each figure,
+// its ratio, the target beside it) and writes test-results/bench.json. It asserts only that
+// the work was done, never anything about time. Run it with scripts/bench.sh [--quick].
+import { test } from "@playwright/test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { launch } from "../tests/soak/browser";
+import { startPeerOrigin, WORKBOX_VERSION } from "../tests/soak/peer";
+import { floorA, floorB } from "./lib/floors";
+import { enqueue, flush, pages, posts } from "./lib/outbox";
+import { ownerReads, READS } from "./lib/owner-reads";
+import { QUICK, SIZES as S } from "./lib/setup";
+import { packageSize } from "./lib/size";
+import { machine, perRow, render, times, writeJson, type Figure } from "./lib/table";
+import { buildBenchWorker, replay } from "./lib/workbox";
+
+const n = (x: number) => x.toLocaleString("en-US");
+const runsOf = (r: { runs: number[] }) => (r.runs.length > 1 ? `median of ${r.runs.length}` : "1 run");
+
+test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
+  test.setTimeout(QUICK ? 600_000 : 3_600_000);
+  const started = new Date();
+  const loadavgAtStart = loadavg();
+  const swDir = test.info().outputPath("sw");
+  await buildBenchWorker(swDir);
+  // Every page (the package's and Workbox's) lives on this origin; it passes everything else
+  // on to the gate, so both send their POSTs the same way to the same server.
+  const origin = await startPeerOrigin(baseURL!, swDir, Number(process.env.PEER_PORT ?? 0));
+  const profile = mkdtempSync(join(tmpdir(), "outbox-bench-"));
+  const context = await launch(profile, origin.url);
+  const figures: Figure[] = [];
+  const add = (f: Figure) => (figures.push(f), console.log(`[bench] ${f.figure}: ${f.value}${f.ratio ? `, ${f.ratio}` : ""}`));
+  try {
+    const page = await context.newPage();
+
+    const fA = [await floorA(context, page, S.small, S.runs), await floorA(context, page, S.large, S.runsLarge)];
+    const fB = [await floorB(context, page, S.small, S.runs), await floorB(context, page, S.large, S.runsLarge)];
+    [S.small, S.large].forEach((size, i) => {
+      add({ figure: `Floor A: 1 readwrite tx per row (index read + put), N=${n(size)} (${runsOf(fA[i])})`, value: perRow(fA[i].ms, size), data: { n: size, ...fA[i] } });
+      add({ figure: `Floor B: 2 such tx per row (naive claim + ACK), N=${n(size)} (${runsOf(fB[i])})`, value: perRow(fB[i].ms, size), data: { n: size, ...fB[i] } });
+    });
+
+    for (const [i, size] of [S.small, S.large].entries()) {
+      const f = await flush(context, page, size, i ? S.runsLarge : S.runs, "instant");
+      const r = fB[i].ms / f.ms;
+      add({ figure: `flush, 1 page, send answering at once, N=${n(size)} (${runsOf(f)})`, value: perRow(f.ms, size),
+            ratio: `${times(r)} (Floor B ÷ flush)`, target: "≥ ×1.5", met: r >= 1.5, data: { n: size, ...f } });
+    }
+
+    const one = await pages(context, page, 1, S.pages, S.runs);
+    add({ figure: `1 page draining one ${n(S.pages)}-row queue (${runsOf(one)})`, value: perRow(one.ms, S.pages),
+          data: { n: S.pages, ...one } });
+    for (const k of [2, 4]) {
+      const m = await pages(context, page, k, S.pages, S.runs);
+      const r = one.ms / m.ms;
+      add({ figure: `${k} pages draining one ${n(S.pages)}-row queue, combined (${runsOf(m)})`,
+            value: `${perRow(m.ms, S.pages)}, duplicate sends ${m.duplicates}, stale ${m.stale}`,
+            ratio: `${times(r)} (combined ÷ 1 page)`, target: k === 4 ? "≥ ×1.0, 0 duplicates" : undefined,
+            met: k === 4 ? r >= 1.0 && m.duplicates === 0 : undefined, data: { n: S.pages, pages: k, ...m } });
+    }
+
+    const alone = await posts(context, page, S.fetchSmall, S.runs);
+    for (const [i, size] of [S.fetchSmall, S.fetchLarge].entries()) {
+      const runs = i ? S.runsLarge : S.runs;
+      const f = await flush(context, page, size, runs, "fetch");
+      const wb = await replay(context, origin, size, runs);
+      const r = wb.ms / f.ms;
+      add({ figure: `flush with a real fetch per send (loopback gate), N=${n(size)} (${runsOf(f)})`, value: perRow(f.ms, size),
+            ratio: `${times(r)} (Workbox replay ÷ flush)`, target: i ? "≥ ×4" : "≥ ×2", met: r >= (i ? 4 : 2), data: { n: size, ...f } });
+      add({ figure: `workbox-background-sync ${WORKBOX_VERSION} replayRequests(), same server, N=${n(size)} (${runsOf(wb)})`,
+            value: perRow(wb.ms, size), data: { n: size, ...wb } });
+      if (i === 0) {
+        add({ figure: `page POSTs alone, 4 in flight, no IndexedDB, N=${n(size)} (${runsOf(alone)})`, value: perRow(alone.ms, size),
+              ratio: `${times(alone.ms / f.ms)} (POSTs alone ÷ flush)`, data: { n: size, ...alone } });
+      }
+    }
+
+    const strict = await floorA(context, page, S.small, S.runs, "strict");
+    const enq = await enqueue(context, page, S.small, S.runs);
+    add({ figure: `raw strict readwrite tx (index read + put), N=${n(S.small)} (${runsOf(strict)})`, value: perRow(strict.ms, S.small),
+          data: { n: S.small, ...strict } });
+    add({ figure: `enqueue (strict), N=${n(S.small)} (${runsOf(enq)})`, value: perRow(enq.ms, S.small),
+          ratio: `${times(strict.ms / enq.ms)} (raw strict tx ÷ enqueue)`, target: "≥ ×0.9", met: strict.ms / enq.ms >= 0.9,
+          data: { n: S.small, ...enq } });
+
+    const [few, many] = S.others;
+    const reads = [await ownerReads(context, page, few, S.own, S.runs), await ownerReads(context, page, many, S.own, S.runs)];
+    for (const what of READS) {
+      const [a, b] = [reads[0][what].ms, reads[1][what].ms];
+      const label = what === "flush" ? `flush of the owner's ${S.own} rows` : what === "undecodable" ? "undecodable() (every owner)" : `${what}(owner), ${S.own} own rows`;
+      add({ figure: `${label}, ${n(few)} / ${n(many)} other-owner rows (${runsOf(reads[0][what])})`,
+            value: `${a.toFixed(1)} / ${b.toFixed(1)} ms`, ratio: `${times(b / a)} (${n(many)} ÷ ${n(few)})`,
+            target: what === "flush" ? undefined : "≤ ×2", met: what === "flush" ? undefined : b / a <= 2,
+            data: { others: S.others, own: S.own, few: reads[0][what], many: reads[1][what] } });
+    }
+  } finally {
+    await context.close();
+    await origin.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+
+  const size = packageSize();
+  const kb = (b: number) => `${(b / 1000).toFixed(1)} KB`;
+  add({ figure: "wasm gzip -9 (and JS glue)", value: `${kb(size.wasm.gzip)} (${kb(size.glue.gzip)}); raw ${kb(size.wasm.raw)} (${kb(size.glue.raw)})`,
+        target: "wasm ≤ 80 KB", met: size.wasm.gzip <= 80_000, data: size });
+
+  const m = machine();
+  const seconds = Math.round((Date.now() - started.getTime()) / 1000);
+  const head = `scripts/bench.sh${QUICK ? " --quick" : ""} — ${started.toISOString()}, ${m.cores} cores (${m.cpu}), ${m.os}, ${m.chromium}, ` +
+    `persistent profile, ${seconds} s; load average at start ${loadavgAtStart.map((x) => x.toFixed(1)).join(" ")}`;
+  console.log(`\n${head}\n\n${render(figures)}\n`);
+  writeJson("test-results/bench.json", { command: `scripts/bench.sh${QUICK ? " --quick" : ""}`, date: started.toISOString(), quick: QUICK,
+    sizes: S, machine: m, workbox: WORKBOX_VERSION, seconds, loadavgAtStart, figures });
+});

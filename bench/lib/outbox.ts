@@ -1,0 +1,58 @@
+// The package's own figures: enqueue, flush with a `send` answering at once, several pages
+// draining one queue (every send counted, so duplicates show), and flush with a real
+// `fetch` to the gate beside the same POSTs sent by the page alone.
+import { expect, type BrowserContext, type Page } from "@playwright/test";
+import { benchPage, call, fresh, measure } from "./setup";
+
+export async function enqueue(context: BrowserContext, page: Page, n: number, runs: number) {
+  return measure(runs, async () => {
+    await benchPage(context, fresh("enqueue"), "tab-a", page);
+    return call<number>(page, "enqueue", "me", n);
+  });
+}
+
+/** One flush of `n` queued rows in one page. `send`: "instant" or "fetch" (creates to the gate). */
+export async function flush(context: BrowserContext, page: Page, n: number, runs: number, send: "instant" | "fetch") {
+  return measure(runs, async () => {
+    await benchPage(context, fresh(`flush-${send}`), "tab-a", page);
+    const owner = fresh("owner");
+    await call(page, "seed", owner, n, send === "fetch" ? "create" : "update");
+    const r = await call(page, "flush", owner, send);
+    await call(page, "takeSent");
+    expect(r.succeeded, `flush (${send}) sent every row`).toBe(n);
+    return r.end - r.start;
+  });
+}
+
+/** `k` pages flush one queue of `n` rows at once: the combined time, and sends beyond one per row. */
+export async function pages(context: BrowserContext, page: Page, k: number, n: number, runs: number) {
+  let duplicates = 0;
+  let stale = 0;
+  const m = await measure(runs, async () => {
+    const db = fresh(`pages-${k}`);
+    const owner = fresh("owner");
+    await benchPage(context, db, "tab-0", page);
+    await call(page, "seed", owner, n);
+    const all = [page];
+    for (let i = 1; i < k; i++) all.push(await benchPage(context, db, `tab-${i}`));
+    const reports = await Promise.all(all.map((p) => call(p, "flush", owner, "instant")));
+    const sent: string[] = (await Promise.all(all.map((p) => call<string[]>(p, "takeSent")))).flat();
+    const left = await call<number>(page, "left", owner);
+    for (const p of all.slice(1)) await p.close();
+    expect(left, `${k} pages drained the queue`).toBe(0);
+    duplicates += sent.length - new Set(sent).size;
+    stale += reports.reduce((s, r) => s + r.stale, 0);
+    return Math.max(...reports.map((r) => r.end)) - Math.min(...reports.map((r) => r.start));
+  });
+  return { ...m, duplicates, stale };
+}
+
+/** The network alone: `n` POSTs to the gate from the page, `inFlight` at a time, no IndexedDB. */
+export async function posts(context: BrowserContext, page: Page, n: number, runs: number, inFlight = 4) {
+  return measure(runs, async () => {
+    await benchPage(context, fresh("posts"), "tab-a", page);
+    const r = await call(page, "posts", fresh("owner"), n, inFlight);
+    expect(r.ok, "every POST succeeded").toBe(n);
+    return r.ms;
+  });
+}
