@@ -42,6 +42,9 @@ async function send(op) {
   return ports.send(op);
 }
 
+/** What this worker's flushes did since it started (console and tests). */
+const history = [];
+
 /** One flush at a time in this worker; a request made meanwhile runs after it. */
 let last = Promise.resolve();
 function flushAll(why) {
@@ -57,6 +60,7 @@ async function flushOnce(why) {
   const outbox = await openOutbox();
   const report = await outbox.flush({ owner: session.user, ...ports, send, deadline: Date.now() + BUDGET_MS });
   const m = await outbox.metrics(session.user);
+  history.push({ why, online: navigator.onLine, claimed: report.claimed, succeeded: report.succeeded, deferred: report.deferred });
   return { why, owner: session.user, tabId: outbox.tabId, report, left: m.byState.queued };
 }
 
@@ -91,7 +95,7 @@ flushAll("start").catch(() => {});
 
 // Console and test hook.
 self.outboxSw = {
-  flushAll, openOutbox, dbName,
+  flushAll, openOutbox, dbName, history,
   holdSends: () => { sendsHeld = true; },
   waiting: () => waiting,
 };
