@@ -34,8 +34,13 @@ let swReady = null; // the service worker's registration, once active (sw.js)
 
 function newSession() {
   session.token = `${session.user}.${crypto.randomUUID().slice(0, 8)}`;
-  // The service worker reads the current session when it sends (never from a row).
-  if (useSw) sessionSaved = saveSession(dbName, session).catch((e) => log(`session not saved: ${e.message}`));
+  shareWithWorker();
+}
+
+/** The service worker reads the current session when it sends (never from a row), and
+ * honours the demo's Offline switch as the page does. */
+function shareWithWorker() {
+  if (useSw) sessionSaved = saveSession(dbName, { ...session, offline }).catch((e) => log(`session not saved: ${e.message}`));
 }
 newSession();
 
@@ -243,6 +248,7 @@ $("#create").onsubmit = (e) => {
 
 function setOffline(value) {
   offline = value;
+  shareWithWorker();
   $("#offline").checked = value;
   refresh();
   if (!value && autoflush) flushNow();
@@ -294,6 +300,7 @@ if (useSw && "serviceWorker" in navigator) {
 
 /** Asks the browser to fire `sync` (tag SYNC_TAG) in the service worker once it is online. */
 async function requestSync() {
+  await sessionSaved; // the worker reads the Offline switch as it was set
   const reg = await swReady;
   if (!reg?.sync) return null; // no service worker, or no Background Sync (Firefox, Safari)
   await reg.sync.register(SYNC_TAG).catch((e) => log(`sync not registered: ${e.message}`));

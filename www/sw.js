@@ -58,6 +58,11 @@ async function flushOnce(why) {
   const session = await loadSession(dbName);
   if (!session) return { why, owner: null, report: null, left: 0 };
   const outbox = await openOutbox();
+  if (session.offline) {
+    // The demo's Offline switch is on: send nothing, as the page would not.
+    history.push({ why, offline: true, claimed: 0, succeeded: 0, deferred: 0 });
+    return { why, owner: session.user, tabId: outbox.tabId, report: null, left: (await outbox.metrics(session.user)).byState.queued };
+  }
   const report = await outbox.flush({ owner: session.user, ...ports, send, deadline: Date.now() + BUDGET_MS });
   const m = await outbox.metrics(session.user);
   history.push({ why, online: navigator.onLine, claimed: report.claimed, succeeded: report.succeeded, deferred: report.deferred });

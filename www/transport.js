@@ -86,12 +86,14 @@ function sessionDb() {
   });
 }
 
-/** Saves the current session of the outbox database `dbName` (null: logged out). */
+/** Saves the current session of the outbox database `dbName` (null: logged out), with the
+ * demo's Offline switch. */
 export async function saveSession(dbName, session) {
   const db = await sessionDb();
   await new Promise((ok, err) => {
     const tx = db.transaction("sessions", "readwrite");
-    tx.objectStore("sessions").put(session ? { user: session.user, token: session.token } : null, dbName);
+    const value = session ? { user: session.user, token: session.token, offline: !!session.offline } : null;
+    tx.objectStore("sessions").put(value, dbName);
     tx.oncomplete = ok;
     tx.onerror = () => err(tx.error);
   });

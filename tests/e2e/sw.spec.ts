@@ -118,6 +118,8 @@ test("the service worker stopped mid-flush: its claimed rows are taken over afte
   // The worker's sends never answered (its test hook; a network that hangs), so that it is
   // stopped with its rows claimed and their sends outstanding.
   const [worker] = context.serviceWorkers();
+  // Its flush on start (an empty queue) ends first: the one asked for below runs after it.
+  await expect.poll(() => worker.evaluate(() => (self as any).outboxSw.history.length)).toBeGreaterThan(0);
   await worker.evaluate(() => (self as any).outboxSw.holdSends());
   const made = await createPlans(page, 3);
   await page.evaluate(() => { void window.outboxDemo.flushInServiceWorker(); });
