@@ -336,10 +336,10 @@ impl Flush {
     /// Stops claiming. §6: an auth answer ends the flush for this owner, and rows whose
     /// claim is being written are released when it commits (see `handle_written`). §8: at
     /// the deadline the flush takes no more rows. Sends already made are answered as usual.
-    /// An auth ending is never downgraded: its releases must still happen.
+    /// (A deadline may replace an auth ending: from the deadline on no claim commits, so no
+    /// claim is left for the auth ending to release.)
     fn end(&mut self, why: Ending) {
         let reading = match self.phase {
-            Phase::Ending { why: Ending::Auth, .. } if why != Ending::Auth => return,
             Phase::Reading { token, .. } | Phase::Ending { reading: Some(token), .. } => Some(token),
             _ => None,
         };
