@@ -3,35 +3,46 @@
 //   db=<IndexedDB name>  tab=<tab id>  users=alice,bob  lease=<ms>
 //   clock=<epoch ms>     the page's clock is window.__now, moved by hand (tests)
 //   autoflush=0          no timer-driven flush (tests flush explicitly)
-import init, { Outbox, classifyHttp } from "/pkg/outbox_idb.js";
+//   sw=1 | sw=0          register the flushing service worker (default: when autoflush is on)
+import init, { Outbox } from "/pkg/outbox_idb.js";
+import { RECORDS_SCHEMA, SYNC_TAG, reconcile, saveSession, transport } from "./transport.js";
 
 const params = new URLSearchParams(location.search);
 const users = (params.get("users") || "alice,bob").split(",");
 const manualClock = params.has("clock");
 window.__now = Number(params.get("clock")) || Date.now();
 const autoflush = params.get("autoflush") !== "0";
+const useSw = params.has("sw") ? params.get("sw") === "1" : autoflush;
+const dbName = params.get("db") || "outbox-demo";
+const leaseMs = Number(params.get("lease") || 10000);
 
 await init();
 const outbox = await Outbox.open({
-  dbName: params.get("db") || "outbox-demo",
+  dbName,
   tabId: params.get("tab") || undefined,
-  leaseMs: Number(params.get("lease") || 10000),
+  leaseMs,
   now: manualClock ? () => window.__now : () => Date.now(),
   backoff: { baseMs: 1000, capMs: 30000 },
   // The app's own records live in the outbox's database: a record and the operation that
   // sends it commit in one transaction, and so do an answer and the record it changes.
-  records: {
-    version: 1,
-    stores: [{ name: "records", keyPath: "key", indexes: [{ name: "byOwner", keyPath: "owner" }] }],
-  },
+  records: RECORDS_SCHEMA,
 });
 
 const $ = (sel) => document.querySelector(sel);
 const session = { user: users[0], token: "" };
 let offline = false;
+let sessionSaved = Promise.resolve();
+let swReady = null; // the service worker's registration, once active (sw.js)
 
 function newSession() {
   session.token = `${session.user}.${crypto.randomUUID().slice(0, 8)}`;
+  shareWithWorker();
+}
+
+/** The service worker reads the current session when it sends (never from a row), and
+ * honours the demo's Offline switch as the page does. */
+function shareWithWorker() {
+  if (useSw) sessionSaved = saveSession(dbName, { ...session, offline }).catch((e) => log(`session not saved: ${e.message}`));
 }
 newSession();
 
@@ -44,73 +55,9 @@ function log(text) {
   while ($("#log").children.length > 60) $("#log").lastChild.remove();
 }
 
-// ---- the app's ports -------------------------------------------------------------------
+// ---- the app's ports (shared with the service worker: transport.js) -------------------
 
-/** send(op) → Outcome: the operation id travels as Idempotency-Key. */
-async function send(op) {
-  if (offline) return { type: "transient", code: "OFFLINE" };
-  // §11: never send one account's row with another account's session. A flush that was
-  // running when the person switched accounts gets "auth": the row is held until that
-  // account is logged in again.
-  if (op.owner !== session.user) return { type: "auth" };
-  let url, method, body = op.kind === "delete" ? undefined : JSON.stringify(op.body);
-  if (op.kind === "create") {
-    url = `/api/records/${op.body.entity}`;
-    method = "POST";
-  } else {
-    const [entity, id] = op.target.split(":");
-    url = `/api/records/${entity}/${id}`;
-    method = op.kind === "delete" ? "DELETE" : "PUT";
-    if (op.body?.logSet) {
-      // A command (enqueued with merge: false): appends one set; every click counts.
-      url += "/sets";
-      method = "POST";
-      body = JSON.stringify(op.body.logSet);
-    }
-  }
-  const headers = { ...auth(), "Idempotency-Key": op.id, "Content-Type": "application/json" };
-  if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
-  try {
-    const res = await fetch(url, { method, headers, body });
-    const answer = await res.json().catch(() => null);
-    return classifyHttp(res.status, res.headers, answer, Date.now());
-  } catch {
-    return classifyHttp(0, {}, null, Date.now()); // network error: transient
-  }
-}
-
-/** An intent of a record created meanwhile, turned into its real request. */
-function prepareSuccessor({ intent, receipt }) {
-  // A command appends whatever the record's revision; an edit is based on the create's.
-  const revision = intent.body?.logSet ? null : receipt.revision ?? null;
-  return { target: receipt.serverId, body: intent.body, revision };
-}
-
-/** The receipt of a create whose row vanished (another tab applied it). */
-async function findCreateReceipt({ owner, operationId }) {
-  if (owner !== session.user) throw new Error("that account is logged out"); // row left as it is
-  const res = await fetch(`/api/receipts/${encodeURIComponent(operationId)}`, { headers: auth() });
-  if (res.status === 404) return null;
-  if (!res.ok) throw new Error(`receipt lookup failed: ${res.status}`);
-  return res.json();
-}
-
-/**
- * An answer → the local record, in the ACK's own transaction (and only if the claim is still
- * this tab's). `rekey` and `patch` change a record only if it exists: a record the person
- * deleted meanwhile stays deleted, whatever answer arrives late.
- */
-function reconcile({ row, answer }) {
-  if (answer.type === "success") {
-    const receipt = answer.receipt ?? {};
-    const set = { revision: receipt.revision ?? null, error: null };
-    if (row.kind === "create") return [{ store: "records", rekey: row.target, to: receipt.serverId, set }];
-    if (row.kind === "update") return [{ store: "records", patch: row.target, set }];
-    return [];
-  }
-  if (answer.type === "blocked") return [{ store: "records", patch: row.target, set: { error: answer.code } }];
-  return []; // a conflict: a successor carrying the server's revision is queued
-}
+const { send, prepareSuccessor, findCreateReceipt } = transport({ session: () => session, offline: () => offline });
 
 let running = null;
 async function flushNow(extra = {}) {
@@ -123,6 +70,7 @@ async function flushNow(extra = {}) {
       log(`flush: sent ${r.claimed}, ok ${r.succeeded}, deferred ${r.deferred}, held ${r.held}, ` +
           `blocked ${r.blocked}, conflicts ${r.conflicts}, stale ${r.stale}`);
     }
+    if (r.deferred) requestSync(); // retried later, also with every tab closed
     await refresh();
     return r;
   } finally {
@@ -181,6 +129,7 @@ async function deleteRecord(target, revision) {
 
 function afterEdit() {
   refresh();
+  if (offline || !navigator.onLine) requestSync();
   if (autoflush) flushNow();
 }
 
@@ -190,6 +139,12 @@ function valueOf(body) {
   if (!body) return "";
   if (body.logSet) return `+1 set @ ${body.logSet.weight}`;
   return body.weight ?? body.title ?? JSON.stringify(body);
+}
+
+/** Who holds a claim: this tab, another tab, or a service worker (its tab ids start `sw-`). */
+function holder(tabId) {
+  if (tabId === outbox.tabId) return `this tab ${tabId.slice(0, 8)}`;
+  return tabId.startsWith("sw-") ? `service worker ${tabId.slice(3, 11)}` : `tab ${tabId.slice(0, 8)}`;
 }
 
 async function refresh() {
@@ -253,7 +208,7 @@ async function refresh() {
     if (r.undecodable) {
       tr.innerHTML = `<td><code>${r.id}</code></td><td colspan="7" class="state-blocked">undecodable: ${r.error}</td><td></td>`;
     } else {
-      const claim = r.claim ? `${r.claim.tabId} · ${r.claim.fence}` : "";
+      const claim = r.claim ? `${holder(r.claim.tabId)} · ${r.claim.fence}` : "";
       tr.innerHTML = `<td><code>${r.id.slice(0, 8)}</code></td><td>${r.kind}</td><td><code>${r.target.slice(0, 20)}</code></td>` +
         `<td class="state-${r.state}">${r.state}</td><td>${claim}</td><td><code>${(r.successorOf ?? "").slice(0, 8)}</code></td>` +
         `<td>${r.evidence?.attemptCount ?? 0}</td><td>${r.blockedCode ?? r.evidence?.lastErrorCode ?? ""}</td><td></td>`;
@@ -290,6 +245,7 @@ for (const u of users) $("#user").append(new Option(u, u));
 $("#user").onchange = async (e) => {
   session.user = e.target.value; // never send one account's rows with another's session
   newSession();
+  await sessionSaved;
   await outbox.resumeHeld(session.user); // rows held while this account was logged out
   refresh();
 };
@@ -306,6 +262,7 @@ $("#create").onsubmit = (e) => {
 
 function setOffline(value) {
   offline = value;
+  shareWithWorker();
   $("#offline").checked = value;
   refresh();
   if (!value && autoflush) flushNow();
@@ -330,8 +287,48 @@ if (autoflush) {
   setInterval(() => flushNow().catch((e) => log(`flush failed: ${e.code ?? ""} ${e.message}`)), 2000);
 }
 
+// Without Background Sync (Firefox, Safari) nothing sends while every tab is closed: pages
+// flush when the browser is back online, when they become visible, and on the interval.
+if (autoflush) {
+  addEventListener("online", () => flushNow());
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") flushNow();
+  });
+}
+
+// ---- the service worker: sends while no tab is open (sw.js) ----------------------------
+
+if (useSw && "serviceWorker" in navigator) {
+  await sessionSaved;
+  const url = `/sw.js?${new URLSearchParams({ db: dbName, lease: String(leaseMs) })}`;
+  swReady = navigator.serviceWorker
+    .register(url, { type: "module" })
+    .then(() => navigator.serviceWorker.ready)
+    .catch((e) => log(`service worker not registered: ${e.message}`));
+}
+
+/** Asks the browser to fire `sync` (tag SYNC_TAG) in the service worker once it is online. */
+async function requestSync() {
+  await sessionSaved; // the worker reads the Offline switch as it was set
+  const reg = await swReady;
+  if (!reg?.sync) return null; // no service worker, or no Background Sync (Firefox, Safari)
+  await reg.sync.register(SYNC_TAG).catch((e) => log(`sync not registered: ${e.message}`));
+  return SYNC_TAG;
+}
+
+/** Asks the service worker to flush now; resolves with its answer. */
+async function flushInServiceWorker() {
+  const reg = await swReady;
+  if (!reg?.active) return null;
+  const channel = new MessageChannel();
+  const answer = new Promise((ok) => { channel.port1.onmessage = (e) => ok(e.data); });
+  reg.active.postMessage({ type: "flush" }, [channel.port2]);
+  return answer;
+}
+
 // Test and console hook: the same package API the page uses.
 window.outboxDemo = {
   outbox, flushNow, send, reconcile, createRecord, updateRecord, deleteRecord, logSet, setOffline, login,
-  expireSession, refresh, owner: () => session.user, ready: true,
+  expireSession, refresh, owner: () => session.user, requestSync, flushInServiceWorker,
+  serviceWorker: () => swReady, ready: true,
 };

@@ -4,6 +4,7 @@
 
 mod sim;
 
+use outbox_core::Millis;
 use serde_json::json;
 use sim::*;
 
@@ -265,4 +266,72 @@ fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
         assert!(most <= 4, "{max_rows:?}: {most} sends outstanding at once, concurrency 4");
         assert_eq!(w.server.received.len(), sends, "{max_rows:?}");
     }
+}
+
+// --- deadline (a service worker's `sync` event must end in time) ------------------------
+
+fn five_records(w: &mut World) {
+    for i in 0..5 {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+}
+
+#[test]
+fn s8_a_flush_whose_queue_is_read_at_its_deadline_claims_nothing_and_asks_no_port() {
+    let mut w = World::new(1);
+    five_records(&mut w);
+    let now = w.tabs[A].now.0;
+    w.store.seed(orphan_intent("i-1", "gone", now));
+    let before = w.store.read_owner("alice");
+    w.start_flush_with(A, "alice", |o| o.deadline = Some(Millis(now)));
+    let mut asked = Vec::new();
+    while w.flushing(A) {
+        asked.push(format!("{:?}", w.tabs[A].inbox[0]).split([' ', '{']).next().unwrap().to_owned());
+        w.step(A, 0, &mut truthful);
+    }
+    assert_eq!(asked, ["ReadOwner"], "one read, then nothing: no claim, no findCreateReceipt");
+    let rep = w.tabs[A].reports.last().unwrap();
+    assert_eq!((rep.claimed, rep.stale, rep.skipped), (0, 0, 0));
+    assert_eq!(w.store.read_owner("alice"), before, "every row is left exactly as it was");
+    assert!(w.server.received.is_empty());
+}
+
+#[test]
+fn s8_a_deadline_not_reached_changes_nothing() {
+    let mut w = World::new(1);
+    five_records(&mut w);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| o.deadline = Some(Millis(now + 1)));
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (5, 5));
+    assert!(w.store.is_empty());
+}
+
+#[test]
+fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_applied() {
+    let mut w = World::new(1);
+    five_records(&mut w);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+    });
+    // Two rows claimed and sent before the deadline; their answers come after it.
+    fill_air(&mut w, A);
+    assert_eq!(w.tabs[A].air.len(), 2);
+    w.advance(A, 100);
+    w.deliver(A, 0);
+    w.deliver(A, 0);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (2, 2), "both answers applied, nothing more claimed");
+    assert_eq!(w.server.received.len(), 2);
+    let left = w.store.read_owner("alice");
+    assert_eq!(left.len(), 3);
+    for raw in &left {
+        assert_eq!(raw["state"], "queued", "{raw}");
+        assert!(raw.get("claim").is_none() && raw.get("evidence").is_none(), "never claimed: {raw}");
+    }
+    // The next flush (no deadline) sends them.
+    assert_eq!(w.flush(A, "alice").succeeded, 3);
 }

@@ -11,7 +11,7 @@ mod sim;
 
 use outbox_core::codec::{decode, Stored};
 use outbox_core::select::select_sendable;
-use outbox_core::{Outcome, Request, RowState, SendOp};
+use outbox_core::{Millis, Outcome, Request, RowState, SendOp};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use sim::*;
@@ -49,11 +49,13 @@ enum Act {
         target: usize,
         sending: bool,
     },
-    /// `limits`: none, or (maxRows, concurrency) drawn small.
+    /// `limits`: none, or (maxRows, concurrency) drawn small. `deadline`: none, or that
+    /// many ms after the flush starts (§8: no claim from then on).
     Flush {
         tab: usize,
         owner: usize,
         limits: Option<(u64, usize)>,
+        deadline: Option<i64>,
     },
     Step {
         tab: usize,
@@ -83,8 +85,13 @@ fn act() -> impl Strategy<Value = Act> {
             .prop_map(|(tab, owner, target, kind, with_revision, no_merge)| {
                 Act::Enqueue { tab, owner, target, kind, with_revision, no_merge }
             }),
-        2 => (tab.clone(), 0..2usize, proptest::option::of((1..5u64, 1..4usize)))
-            .prop_map(|(tab, owner, limits)| Act::Flush { tab, owner, limits }),
+        2 => (
+            tab.clone(),
+            0..2usize,
+            proptest::option::of((1..5u64, 1..4usize)),
+            proptest::option::weighted(0.3, prop_oneof![Just(0i64), Just(1_000), Just(1_001), Just(2_500)])
+        )
+            .prop_map(|(tab, owner, limits, deadline)| Act::Flush { tab, owner, limits, deadline }),
         8 => (tab.clone(), any::<usize>(), any::<u8>()).prop_map(|(tab, pick, answer)| Act::Step { tab, pick, answer }),
         3 => (tab.clone(), any::<usize>()).prop_map(|(tab, pick)| Act::Deliver { tab, pick }),
         2 => (tab.clone(), prop_oneof![Just(1_000i64), Just(LEASE), Just(LEASE + 1), Just(400_000)])
@@ -193,6 +200,8 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     let mut in_air: Vec<Vec<(String, String)>> = vec![vec![]; TABS];
     // Per sim tab, the running flush's (maxRows, concurrency).
     let mut flush_limits: Vec<(u64, usize)> = vec![(u64::MAX, 4); TABS];
+    // Per sim tab, the running flush's deadline.
+    let mut flush_deadline: Vec<Option<Millis>> = vec![None; TABS];
     let mut older = 0;
     let mut reports_seen = [0usize; TABS];
     for a in acts {
@@ -254,13 +263,15 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Act::Flush { tab, owner, limits } => {
+            Act::Flush { tab, owner, limits, deadline } => {
                 if !w.flushing(tab) && w.tabs[tab].air.is_empty() {
+                    flush_deadline[tab] = deadline.map(|d| w.tabs[tab].now.plus(d));
                     w.start_flush_with(tab, OWNERS[owner], |o| {
                         if let Some((max, concurrency)) = limits {
                             o.max_rows = Some(max);
                             o.concurrency = concurrency;
                         }
+                        o.deadline = flush_deadline[tab];
                     });
                     flush_owner[tab] = Some(OWNERS[owner].to_owned());
                     flush_limits[tab] = limits.unwrap_or((u64::MAX, 4));
@@ -343,6 +354,21 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                 let others_after: Vec<Value> =
                     w.store.all().filter(|v| v.get("owner").and_then(Value::as_str) != Some(&me)).cloned().collect();
                 prop_assert_eq!(others_before, others_after, "another owner's rows changed");
+                // §8 deadline: a flush claims nothing at or after it (a claim made by this
+                // step: the row is sending under this tab with a `sentAt` it did not have).
+                if let Some(deadline) = flush_deadline[tab] {
+                    for v in w.store.all() {
+                        let before = fences_before.get(v["id"].as_str().unwrap_or(""));
+                        let claimed_now = v["state"] == "sending"
+                            && v["claim"]["tabId"] == json!(w.tabs[tab].tab.tab_id)
+                            && before.is_none_or(|(_, old)| old.get("sentAt") != v.get("sentAt"));
+                        prop_assert!(
+                            !claimed_now || now < deadline,
+                            "{} claimed at {now}, deadline {deadline}",
+                            v["id"]
+                        );
+                    }
+                }
                 // A new claim only replaces a claim that was no longer live.
                 for v in w.store.all() {
                     let id = v["id"].as_str().unwrap_or("");
@@ -350,6 +376,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                         // A new claim (the row sent again: a new `sentAt`) always has a greater
                         // fence than every earlier claim of the row.
                         let claimed_now = v["state"] == "sending" && v.get("sentAt") != old_raw.get("sentAt");
+
                         if claimed_now {
                             prop_assert!(
                                 new["fence"].as_u64() > old["fence"].as_u64(),
@@ -613,7 +640,7 @@ fn regression_auth_while_a_reread_is_outstanding() {
     let acts = vec![
         Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false, no_merge: false },
         Act::Enqueue { tab: 0, owner: 1, target: 1, kind: 0, with_revision: false, no_merge: false },
-        Act::Flush { tab: 3, owner: 1, limits: None },
+        Act::Flush { tab: 3, owner: 1, limits: None, deadline: None },
         Act::Step { tab: 3, pick: 0, answer: 0 },
         Act::Enqueue { tab: 0, owner: 1, target: 0, kind: 1, with_revision: false, no_merge: false },
         Act::Step { tab: 3, pick: 0, answer: 0 },

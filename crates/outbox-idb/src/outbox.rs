@@ -126,6 +126,12 @@ impl Outbox {
                 }
                 opts.max_rows = Some(m as u64);
             }
+            if let Some(d) = get("deadline") {
+                // An instant of this outbox's clock (`now`), e.g. `Date.now() + 20_000`.
+                opts.deadline = Some(outbox_core::Millis::from_json(&d.into()).ok_or_else(|| {
+                    OutboxError::invalid("`deadline` must be a finite time in ms (the outbox's clock)")
+                })?);
+            }
             if let Some(c) = get("concurrency") {
                 opts.concurrency = c.max(1.0) as usize;
             }

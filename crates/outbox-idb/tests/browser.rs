@@ -503,3 +503,32 @@ async fn an_engine_without_durability_commits_with_its_default() {
     let offered = from_js(&get(&engine, "offered"), "offered").unwrap();
     assert!(offered.as_array().unwrap().contains(&json!(true)), "strict was asked for: {offered}");
 }
+
+#[wasm_bindgen_test]
+async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() {
+    let db = db_name("deadline");
+    let a = open(&db, "tab-a").await;
+    for t in ["w:1", "w:2", "w:3"] {
+        ok(a.enqueue(obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})))).await;
+    }
+    // Each send takes a second of the outbox's clock; the deadline is half a second away, so
+    // the first send is made and answered, and no other row is claimed after it.
+    let clock = db.clone();
+    let send = Closure::<dyn FnMut(JsValue) -> JsValue>::new(move |_op: JsValue| {
+        advance(&clock, 1_000.0);
+        obj(json!({"type": "success", "receipt": null}))
+    })
+    .into_js_value();
+    let o = flush_opts("alice", send.clone());
+    set(&o, "deadline", &(T0 + 500.0).into());
+    set(&o, "concurrency", &1.into());
+    let rep = ok(a.flush(o)).await;
+    assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(1), json!(1)));
+    let left = ok(a.rows("alice".into())).await;
+    assert_eq!(left.as_array().unwrap().len(), 2);
+    assert!(left.as_array().unwrap().iter().all(|r| r["state"] == "queued" && r.get("claim").is_none()), "{left}");
+    // A deadline that is not a time is refused.
+    let bad = flush_opts("alice", send);
+    set(&bad, "deadline", &f64::NAN.into());
+    assert_eq!(code_of(a.flush(bad)).await, "INVALID_ARGUMENT");
+}

@@ -33,7 +33,7 @@
 //!                   another tab's
 //!                   row (re-read)
 //!
-//!   Reading / Draining ──auth answer (§6) or maxRows sends (§8)──▶ Ending ──tasks end──▶ done
+//!   Reading / Draining ──auth answer (§6), maxRows sends or the deadline (§8)──▶ Ending ──tasks end──▶ done
 //!   for_answer() ──▶ Answering ──tasks end──▶ done
 //! ```
 //!
@@ -99,6 +99,8 @@ enum Ending {
     Auth,
     /// `maxRows` sends were made (§8).
     MaxRows,
+    /// The deadline passed (§8): seen when a round's rows were read or a claim was planned.
+    Deadline,
 }
 
 /// What a flush remembers across its rounds, so that one flush never repeats itself.
@@ -229,6 +231,11 @@ impl Flush {
             }
             _ => return,
         };
+        if self.past_deadline(now) {
+            // No claims and no port calls for orphans once the deadline has passed.
+            self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
+            return;
+        }
         self.phase = Phase::Draining { progress };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
@@ -278,8 +285,19 @@ impl Flush {
     /// Plans the write of request `token` inside its transaction. `current` are the rows of
     /// the request's scopes as just read. `None`: write nothing.
     pub fn plan(&mut self, token: Token, current: &[Value], now: Millis, draws: &mut dyn Draws) -> Option<ReplacePlan> {
+        let is_claim = matches!(self.tasks.get(&token)?, Task::Claim(_));
+        if is_claim && self.past_deadline(now) {
+            // §8 deadline: a batch asked for before it and written after it claims nothing;
+            // its rows stay queued for the next flush (`handle_written` gets `None`).
+            self.end(Ending::Deadline);
+            return None;
+        }
         let task = self.tasks.get_mut(&token)?;
         task.plan(&self.opts, current, now, draws)
+    }
+
+    fn past_deadline(&self, now: Millis) -> bool {
+        self.opts.deadline.is_some_and(|d| now >= d)
     }
 
     /// The result of a [`Request::Write`]: `None` when [`Flush::plan`] planned nothing.
@@ -309,21 +327,23 @@ impl Flush {
         };
         self.report.counters.record(&outcome);
         if matches!(outcome, Outcome::Auth) && self.phase != Phase::Answering {
-            self.end_for_auth();
+            self.end(Ending::Auth);
         }
         let next = task.sent(outcome);
         self.after(token, next, out);
     }
 
-    /// §6: an auth answer ends the flush for this owner: nothing more is claimed, and rows
-    /// whose claim is being written are released when it commits (see `handle_written`).
-    /// Sends already made are answered as usual.
-    fn end_for_auth(&mut self) {
+    /// Stops claiming. §6: an auth answer ends the flush for this owner, and rows whose
+    /// claim is being written are released when it commits (see `handle_written`). §8: at
+    /// the deadline the flush takes no more rows. Sends already made are answered as usual.
+    /// (A deadline may replace an auth ending: from the deadline on no claim commits, so no
+    /// claim is left for the auth ending to release.)
+    fn end(&mut self, why: Ending) {
         let reading = match self.phase {
             Phase::Reading { token, .. } | Phase::Ending { reading: Some(token), .. } => Some(token),
             _ => None,
         };
-        self.phase = Phase::Ending { why: Ending::Auth, reading };
+        self.phase = Phase::Ending { why, reading };
         self.candidates.clear();
     }
 

@@ -5,6 +5,7 @@ use crate::plan::Scope;
 use crate::retry::Backoff;
 use crate::row::Row;
 use crate::tab::Tab;
+use crate::time::Millis;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -112,6 +113,10 @@ pub struct FlushOptions {
     pub backoff: Backoff,
     /// Stop claiming after this many sends.
     pub max_rows: Option<u64>,
+    /// Claim nothing at or after this instant of the tab's clock (§8): a service worker's
+    /// `sync` event must end within the browser's limit, so the flush stops taking rows and
+    /// leaves the rest queued. Sends and answers under way still finish.
+    pub deadline: Option<Millis>,
     /// Rows of different targets sent at once (at least 1).
     pub concurrency: usize,
     /// The app gave `prepareSuccessor`.
@@ -121,7 +126,7 @@ pub struct FlushOptions {
 }
 
 impl FlushOptions {
-    /// Defaults: no row limit, 4 concurrent sends, no ports.
+    /// Defaults: no row limit, no deadline, 4 concurrent sends, no ports.
     #[must_use]
     pub fn new(owner: impl Into<String>, tab: Tab) -> FlushOptions {
         FlushOptions {
@@ -129,6 +134,7 @@ impl FlushOptions {
             tab,
             backoff: Backoff::default(),
             max_rows: None,
+            deadline: None,
             concurrency: 4,
             has_prepare: false,
             has_find: false,
