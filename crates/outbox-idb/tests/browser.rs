@@ -509,7 +509,11 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
     let db = db_name("deadline");
     let a = open(&db, "tab-a").await;
     for t in ["w:1", "w:2", "w:3"] {
-        ok(a.enqueue(obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})))).await;
+        ok(a.enqueue(
+            obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})),
+            JsValue::UNDEFINED,
+        ))
+        .await;
     }
     // Each send takes a second of the outbox's clock; the deadline is half a second away, so
     // the first send is made and answered, and no other row is claimed after it.
