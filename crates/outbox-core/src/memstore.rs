@@ -131,13 +131,12 @@ impl MemStore {
         let at = |store: &str, key: &Value| (store.to_owned(), canonical_json(key));
         match w {
             RecordWrite::Put { store, value, key } => {
+                let Some(k) = key.clone().or_else(|| value.get("id").cloned()).filter(is_key) else { return };
+                // A put by a key a rekey left behind lands on the moved record.
+                let k = self.landing(store, &k);
                 let mut value = value.clone();
-                if let Some(k) = key {
-                    set_at_path(&mut value, "id", k.clone());
-                }
-                if let Some(k) = value.get("id").filter(|k| is_key(k)).cloned() {
-                    self.records.insert(at(store, &k), value);
-                }
+                set_at_path(&mut value, "id", k.clone());
+                self.records.insert(at(store, &k), value);
             }
             RecordWrite::Delete { store, key } => {
                 let key = self.landing(store, key);
@@ -152,7 +151,7 @@ impl MemStore {
             RecordWrite::Rekey { store, from, to, set } => {
                 let from = self.landing(store, from);
                 if let Some(v) = rekeyed(self.records.get(&at(store, &from)), Some("id"), to, set) {
-                    self.records.insert(at(store, &from), stub(Some("id"), &from, to));
+                    self.records.insert(at(store, &from), stub(&Value::from("id"), &from, to));
                     self.records.insert(at(store, to), v);
                 }
             }

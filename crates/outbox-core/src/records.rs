@@ -145,9 +145,20 @@ fn key_of(obj: &Map<String, Value>, field: &str, at: &str) -> Result<Value, Writ
     }
 }
 
+/// A record may not carry the stub field: it would read as a stub and vanish.
+fn reserved(v: &Value, at: &str) -> Result<(), WritesError> {
+    if v.get(MOVED_TO).is_some() {
+        return Err(WritesError(format!("`{at}` uses the reserved field `{MOVED_TO}`")));
+    }
+    Ok(())
+}
+
 fn set_of(obj: &Map<String, Value>, at: &str, required: bool) -> Result<Map<String, Value>, WritesError> {
     match obj.get("set") {
-        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(v @ Value::Object(m)) => {
+            reserved(v, &format!("{at}.set"))?;
+            Ok(m.clone())
+        }
         None | Some(Value::Null) if !required => Ok(Map::new()),
         _ => Err(WritesError(format!("`{at}.set` must be an object of fields to set"))),
     }
@@ -203,6 +214,7 @@ fn parse_one(v: &Value, at: &str) -> Result<WriteInput, WritesError> {
             if at_target && key.is_some() {
                 return Err(WritesError(format!("`{at}` has both `key` and `atTarget`")));
             }
+            reserved(&obj["put"], &format!("{at}.put"))?;
             RecordWrite::Put { store, value: obj["put"].clone(), key }
         }
         "delete" => RecordWrite::Delete { store, key: key_of(obj, "delete", at)? },
@@ -308,13 +320,31 @@ pub const MAX_FORWARDS: usize = 8;
 
 /// The stub left at `from` when its record moved to `to` (`from` at the key path, if any).
 #[must_use]
-pub fn stub(key_path: Option<&str>, from: &Value, to: &Value) -> Value {
+pub fn stub(key_path: &Value, from: &Value, to: &Value) -> Value {
     let mut v = Value::Object(Map::new());
     v[MOVED_TO] = to.clone();
-    if let Some(path) = key_path {
-        set_at_path(&mut v, path, from.clone());
-    }
+    set_key(&mut v, key_path, from);
     v
+}
+
+/// Sets `key` at the store's key path in `value`: a dotted path (a string), or one path per
+/// component of a compound key (an array of strings, `key` an array as long). `false` when
+/// the key does not fit the path; `true` (nothing set) for out-of-line keys (`null`).
+pub fn set_key(value: &mut Value, key_path: &Value, key: &Value) -> bool {
+    match (key_path, key) {
+        (Value::Null, _) => true,
+        (Value::String(p), _) => {
+            set_at_path(value, p, key.clone());
+            true
+        }
+        (Value::Array(ps), Value::Array(ks)) if ps.len() == ks.len() => {
+            for (p, k) in ps.iter().zip(ks) {
+                set_at_path(value, p.as_str().unwrap_or_default(), k.clone());
+            }
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Where a write naming a key holding `stored` goes instead: the key of the record the stub

@@ -236,6 +236,11 @@ fn writes_are_checked_before_anything_is_written() {
         (json!([{"store": TODOS, "delete": "k", "atTarget": true}]), "goes only with put"),
         (json!([{"store": TODOS, "put": {}, "atTarget": "yes"}]), "must be a boolean"),
         (json!([{"store": TODOS, "put": {}, "key": "k", "atTarget": true}]), "both `key` and `atTarget`"),
+        (json!([{"store": TODOS, "put": {"$outboxMovedTo": "k"}}]), "`writes[0].put` uses the reserved field"),
+        (
+            json!([{"store": TODOS, "patch": "k", "set": {"$outboxMovedTo": "j"}}]),
+            "`writes[0].set` uses the reserved field",
+        ),
     ];
     for (v, want) in bad {
         let e = parse_writes(&v, "writes").expect_err(&v.to_string());
@@ -281,13 +286,22 @@ fn an_edit_made_against_the_pending_key_after_the_record_moved_reaches_the_moved
     assert_eq!(w.store.records(TODOS).count(), 1, "the stub is no record");
     w.flush(1, "alice");
     assert_eq!(w.server.records["rec:1"].body["title"], "b", "the edit reached the server too");
+    // A put by the old key (the pattern a create uses) lands on the moved record too.
+    let put = json!([{"store": TODOS, "put": {"title": "c"}, "atTarget": true}]);
+    let _ = w.enqueue_with(1, update("alice", &target, json!({"title": "c"})), put);
+    assert_eq!(rec(&w, "rec:1").unwrap(), json!({"title": "c", "id": "rec:1"}));
+    assert_eq!(w.store.records(TODOS).count(), 1, "no second copy under the old key");
     let _ = w.enqueue_with(1, delete("alice", &target), json!([{"store": TODOS, "delete": target}]));
     assert_eq!(rec(&w, "rec:1"), None, "a delete by the old key deletes the moved record");
 }
 
 #[test]
 fn a_stub_forwards_only_to_a_key_and_a_patch_never_writes_into_one() {
-    let stub = outbox_core::records::stub(Some("id"), &json!("a"), &json!("b"));
+    let compound = outbox_core::records::stub(&json!(["owner", "id"]), &json!(["al", "a"]), &json!(["al", "b"]));
+    assert_eq!(compound, json!({"owner": "al", "id": "a", "$outboxMovedTo": ["al", "b"]}));
+    let mut v = json!({});
+    assert!(!outbox_core::records::set_key(&mut v, &json!(["a", "b"]), &json!("k")), "a key that does not fit");
+    let stub = outbox_core::records::stub(&json!("id"), &json!("a"), &json!("b"));
     assert_eq!(stub, json!({"id": "a", "$outboxMovedTo": "b"}));
     assert_eq!(outbox_core::records::forward(Some(&stub)), Some(&json!("b")));
     assert_eq!(outbox_core::records::forward(Some(&json!({"id": "a"}))), None);

@@ -62,7 +62,10 @@ async fn with_records<'a>(
 
 /// A required app store name.
 fn app_store_arg(v: &JsValue) -> Result<String, OutboxError> {
-    v.as_string().filter(|s| !s.is_empty()).ok_or_else(|| OutboxError::invalid("`store` must be an app store's name"))
+    // The queue's own store is read through `rows` (one owner's, §11), never as records.
+    v.as_string()
+        .filter(|s| !s.is_empty() && s != outbox_core::records::QUEUE_STORE)
+        .ok_or_else(|| OutboxError::invalid("`store` must be an app store's name"))
 }
 
 /// The decodable row `id` of `owner`, as stored now (read outside any write).

@@ -149,6 +149,51 @@ async fn flush_reconciles_in_the_acks_transaction_and_announces_the_records() {
     assert_eq!(record(&b, &server_id).await["title"], "oat milk");
     assert_eq!(record(&b, &target).await, Value::Null, "the stub is no record");
     assert_eq!(ok(b.records("todos".into(), JsValue::UNDEFINED)).await.as_array().unwrap().len(), 1);
+    // A put by the old key lands there too, and so does a delete.
+    let edit = obj(json!({"owner": "alice", "kind": "update", "target": target, "body": {"title": "soy milk"}}));
+    ok(b.enqueue(edit, writes(json!([{"store": "todos", "put": {"title": "soy milk"}, "atTarget": true}])))).await;
+    assert_eq!(record(&b, &server_id).await, json!({"title": "soy milk", "id": server_id}));
+    assert_eq!(ok(b.records("todos".into(), JsValue::UNDEFINED)).await.as_array().unwrap().len(), 1, "no second copy");
+    let del = obj(json!({"owner": "alice", "kind": "delete", "target": target}));
+    ok(b.enqueue(del, writes(json!([{"store": "todos", "delete": target}])))).await;
+    assert_eq!(ok(b.records("todos".into(), JsValue::UNDEFINED)).await, json!([]), "deleted through the stub");
+}
+
+#[wasm_bindgen_test]
+async fn a_store_with_a_compound_key_path_is_written_and_rekeyed() {
+    let db = db_name("records-compound");
+    let o = options(&db, "tab-a");
+    let schema = json!({"version": 1, "stores": [{"name": "items", "keyPath": ["list", "id"]}]});
+    set(&o, "records", &obj(schema));
+    let a = Outbox::open_with(o).await.expect("open");
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "item:1", "body": {"n": 1}}));
+    let w = writes(json!([{"store": "items", "put": {"n": 1}, "key": ["home", "pending:1"]}]));
+    ok(a.enqueue(op.clone(), w)).await;
+    let w = writes(
+        json!([{"store": "items", "rekey": ["home", "pending:1"], "to": ["home", "9"], "set": {"synced": true}}]),
+    );
+    ok(a.enqueue(op.clone(), w)).await;
+    let all = ok(a.records("items".into(), JsValue::UNDEFINED)).await;
+    assert_eq!(all, json!([{"n": 1, "list": "home", "id": "9", "synced": true}]));
+    let w = writes(json!([{"store": "items", "patch": ["home", "pending:1"], "set": {"n": 2}}]));
+    ok(a.enqueue(op, w)).await;
+    assert_eq!(ok(a.record("items".into(), obj(json!(["home", "9"])))).await["n"], 2, "forwarded");
+}
+
+#[wasm_bindgen_test]
+async fn the_queue_store_is_not_a_record_store_and_the_stub_field_is_reserved() {
+    let db = db_name("records-reserved");
+    let a = open_app(&db, "tab-a", 1).await;
+    let err = settle(a.records("outbox".into(), JsValue::UNDEFINED)).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    let err = settle(a.record("outbox".into(), "x".into())).await.unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    let err = settle(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "$outboxMovedTo": "t2"}}]))))
+        .await
+        .unwrap_err();
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
 }
 
 #[wasm_bindgen_test]

@@ -7,7 +7,7 @@ use super::request::request;
 use crate::convert::to_js;
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};
-use outbox_core::records::{is_key, set_at_path, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
+use outbox_core::records::{is_key, set_key, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -57,20 +57,6 @@ fn refused(store: &str, e: &JsValue) -> OutboxError {
 
 fn key_path(store: &IdbObjectStore) -> Value {
     store.key_path().ok().and_then(|k| serde_wasm_bindgen::from_value(k).ok()).unwrap_or(Value::Null)
-}
-
-/// `value` with `key` at the store's key path (a string or an array of strings, JSON).
-fn with_key(mut value: Value, path: &Value, key: &Value) -> std::result::Result<Value, String> {
-    match (path, key) {
-        (Value::String(p), _) => set_at_path(&mut value, p, key.clone()),
-        (Value::Array(ps), Value::Array(ks)) if ps.len() == ks.len() => {
-            for (p, k) in ps.iter().zip(ks) {
-                set_at_path(&mut value, p.as_str().unwrap_or_default(), k.clone());
-            }
-        }
-        _ => return Err("the key does not fit the store's compound key path".into()),
-    }
-    Ok(value)
 }
 
 /// The same on a JS object (a record read back, which may hold values JSON cannot).
@@ -153,16 +139,26 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
         let fail = |e: JsValue| refused(name, &e);
         match w {
             RecordWrite::Put { value, key, .. } => {
-                let (value, out_of_line) = match key {
-                    Some(k) if inline => (with_key(value.clone(), &path, k).map_err(|m| fail(m.into()))?, None),
-                    k => (value.clone(), k.as_ref()),
-                };
-                put(&store, &to_js(&value), out_of_line).map_err(fail)?;
-                let at = match (key, &path) {
-                    (Some(k), _) => Some(k.clone()),
-                    (None, Value::String(p)) => p.split('.').try_fold(&value, |v, part| v.get(part)).cloned(),
+                // The key given, or the one the value holds at a simple key path.
+                let named = key.clone().or_else(|| match &path {
+                    Value::String(p) => p.split('.').try_fold(value, |v, part| v.get(part)).cloned(),
                     _ => None,
+                });
+                // A put by a key a rekey left behind lands on the moved record.
+                let at = match named.filter(is_key) {
+                    Some(k) => Some(landing(&store, &k).await.map_err(fail)?.0),
+                    None => None,
                 };
+                let mut value = value.clone();
+                match &at {
+                    Some(k) if inline => {
+                        if !set_key(&mut value, &path, k) {
+                            return Err(fail("the key does not fit the store's compound key path".into()));
+                        }
+                        put(&store, &to_js(&value), None).map_err(fail)?;
+                    }
+                    k => put(&store, &to_js(&value), k.as_ref()).map_err(fail)?,
+                }
                 changed.extend(at.map(|k| (name.to_owned(), to_js(&k))));
             }
             RecordWrite::Delete { key, .. } => {
@@ -172,20 +168,20 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
             }
             RecordWrite::Patch { key, set, .. } => {
                 let (key, current) = landing(&store, key).await.map_err(fail)?;
-                if current.is_object() {
+                if current.is_object() && moved_to(&current).is_none() {
                     put(&store, &merged(&current, set), (!inline).then_some(&key)).map_err(fail)?;
                     changed.push((name.to_owned(), to_js(&key)));
                 }
             }
             RecordWrite::Rekey { from, to, set, .. } => {
                 let (from, current) = landing(&store, from).await.map_err(fail)?;
-                if current.is_object() {
+                if current.is_object() && moved_to(&current).is_none() {
                     let moved = merged(&current, set);
                     if inline {
                         set_key_js(&moved, &path, to).map_err(fail)?;
                     }
                     // The old key keeps a stub, so that a write still naming it follows.
-                    let left = to_js(&stub(path.as_str().filter(|_| inline), &from, to));
+                    let left = to_js(&stub(&path, &from, to));
                     put(&store, &left, (!inline).then_some(&from)).map_err(fail)?;
                     put(&store, &moved, (!inline).then_some(to)).map_err(fail)?;
                     changed.push((name.to_owned(), to_js(&from)));
