@@ -250,6 +250,37 @@ async fn a_port_that_throws_leaves_the_row_claimed_and_the_record_unchanged() {
 }
 
 #[wasm_bindgen_test]
+async fn a_refused_reconcile_write_leaves_the_other_answers_of_the_flush_alone() {
+    let db = db_name("records-bad-reconcile");
+    let a = open_app(&db, "tab-a", 1).await;
+    for t in ["good", "bad"] {
+        let op = obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"n": 1}}));
+        ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": t, "n": 1}}])))).await;
+    }
+    let o = obj(json!({"owner": "alice"}));
+    set(&o, "send", &js_fn("op", "return {type: 'success', receipt: {revision: 2}};"));
+    // For "bad", a store the database lacks and a put without a key: IndexedDB would refuse.
+    set(
+        &o,
+        "reconcile",
+        &js_fn(
+            "a",
+            "return a.row.target === 'bad' \
+               ? [{store: 'todos', patch: 'bad', set: {synced: true}}, {store: 'nope', put: {id: 1}}, {store: 'todos', put: {n: 3}}] \
+               : [{store: 'todos', patch: a.row.target, set: {synced: true}}];",
+        ),
+    );
+    let rep = ok(a.flush(o)).await;
+    assert_eq!(rep["succeeded"], 1, "{rep}");
+    assert_eq!(record(&a, "good").await["synced"], true);
+    assert_eq!(record(&a, "bad").await, json!({"id": "bad", "n": 1}), "nothing of the refused answer was written");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    assert_eq!(rows[0]["target"], "bad");
+    assert_eq!(rows[0]["state"], "sending", "sent again after its lease");
+}
+
+#[wasm_bindgen_test]
 async fn an_upgrade_keeps_records_and_rows_and_an_older_page_gets_schema_newer() {
     let db = db_name("records-upgrade");
     let a = open_app(&db, "tab-a", 1).await;

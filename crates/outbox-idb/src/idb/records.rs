@@ -122,6 +122,38 @@ fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
     Object::assign(&copy, to_js(set).unchecked_ref()).into()
 }
 
+/// Refuses, before anything is issued, the writes IndexedDB would certainly refuse: a store
+/// the transaction does not cover, a put with no key to store it under (none given, none at
+/// the store's key path, no key generator), a key that does not fit a compound key path.
+///
+/// # Errors
+/// What is wrong with the first such write.
+pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result<(), String> {
+    for w in writes {
+        let name = w.store();
+        let store = tx.object_store(name).map_err(|_| format!("no store `{name}` in this transaction"))?;
+        let path = key_path(&store);
+        if let RecordWrite::Put { value, key, .. } = w {
+            let fits = match (&path, key) {
+                (Value::Null, None) => store.auto_increment(),
+                (Value::Null, Some(_)) => true,
+                (p, Some(k)) => set_key(&mut value.clone(), p, k),
+                (Value::String(p), None) => {
+                    store.auto_increment() || p.split('.').try_fold(value, |v, part| v.get(part)).is_some_and(is_key)
+                }
+                (Value::Array(ps), None) => ps.iter().all(|p| {
+                    p.as_str().unwrap_or_default().split('.').try_fold(value, |v, part| v.get(part)).is_some_and(is_key)
+                }),
+                (_, None) => false,
+            };
+            if !fits {
+                return Err(format!("a put to `{name}` has no key that fits the store"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Carries out `writes` in order inside `tx` (requests of that transaction only, awaited in
 /// it). Returns the records changed.
 ///

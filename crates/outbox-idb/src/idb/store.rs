@@ -293,7 +293,9 @@ impl Store {
             }
             let mut writes = plan.records.clone();
             if let (Some(r), Some(reconcile)) = (&plan.reconcile, port.reconcile) {
-                match reconcile(r) {
+                // Checked before anything is issued, so that one bad answer's writes leave the
+                // other answers sharing this transaction alone.
+                match reconcile(r).and_then(|w| records::check(&tx, &w).map(|()| w)) {
                     Ok(w) => writes.extend(w),
                     Err(why) => {
                         web_sys::console::warn_1(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease").into());
