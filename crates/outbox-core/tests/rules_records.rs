@@ -301,6 +301,10 @@ fn a_stub_forwards_only_to_a_key_and_a_patch_never_writes_into_one() {
     assert_eq!(compound, json!({"owner": "al", "id": "a", "$outboxMovedTo": ["al", "b"]}));
     let mut v = json!({});
     assert!(!outbox_core::records::set_key(&mut v, &json!(["a", "b"]), &json!("k")), "a key that does not fit");
+    assert!(!outbox_core::records::set_key(&mut v, &json!(["a", "b"]), &json!(["x"])), "one part short");
+    assert_eq!(v, json!({}), "nothing set when the key does not fit");
+    assert!(outbox_core::records::set_key(&mut v, &Value::Null, &json!("k")), "out-of-line keys fit");
+    assert_eq!(v, json!({}), "and set nothing in the value");
     let stub = outbox_core::records::stub(&json!("id"), &json!("a"), &json!("b"));
     assert_eq!(stub, json!({"id": "a", "$outboxMovedTo": "b"}));
     assert_eq!(outbox_core::records::forward(Some(&stub)), Some(&json!("b")));
