@@ -33,6 +33,17 @@ export function reconcile({ row, answer }) {
   return []; // a conflict: a successor carrying the server's revision is queued
 }
 
+/** The demo gate's request for an operation: `{url, method, body}`. */
+export function requestOf(op) {
+  if (op.kind === "create") return { url: `/api/records/${op.body.entity}`, method: "POST", body: JSON.stringify(op.body) };
+  const [entity, id] = op.target.split(":");
+  const url = `/api/records/${entity}/${id}`;
+  if (op.kind === "delete") return { url, method: "DELETE", body: undefined };
+  // A command (enqueued with merge: false): appends one set; every click counts.
+  if (op.body?.logSet) return { url: `${url}/sets`, method: "POST", body: JSON.stringify(op.body.logSet) };
+  return { url, method: "PUT", body: JSON.stringify(op.body) };
+}
+
 /** The Background Sync tag pages register; the service worker flushes when it fires. */
 export const SYNC_TAG = "outbox-flush";
 
@@ -54,21 +65,7 @@ export function transport({ session, offline = () => false, timeoutMs }) {
     // running when the person switched accounts gets "auth": the row is held until that
     // account is logged in again.
     if (!s || op.owner !== s.user) return { type: "auth" };
-    let url, method, body = op.kind === "delete" ? undefined : JSON.stringify(op.body);
-    if (op.kind === "create") {
-      url = `/api/records/${op.body.entity}`;
-      method = "POST";
-    } else {
-      const [entity, id] = op.target.split(":");
-      url = `/api/records/${entity}/${id}`;
-      method = op.kind === "delete" ? "DELETE" : "PUT";
-      if (op.body?.logSet) {
-        // A command (enqueued with merge: false): appends one set; every click counts.
-        url += "/sets";
-        method = "POST";
-        body = JSON.stringify(op.body.logSet);
-      }
-    }
+    const { url, method, body } = requestOf(op);
     const headers = { ...auth(s), "Idempotency-Key": op.id, "Content-Type": "application/json" };
     if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
     try {
