@@ -41,10 +41,13 @@ pub enum AckDecision {
     ConvertFirst(Vec<(Row, Value)>),
 }
 
-/// The scopes an ACK of `row` reads: the row, and its target (for successors and intents).
+/// The scopes an ACK of `row` reads: its target (for successors and intents), which holds
+/// the row itself while it exists. A claimed row's target never changes (only unsent
+/// intents are moved to another target, §7), so the row is found there or is gone: one
+/// index read per answer, not a read by id beside it (issue 12: 5 requests per row → 4).
 #[must_use]
 pub fn ack_scopes(row: &Row) -> Vec<Scope> {
-    vec![Scope::Id(row.id.clone()), row.scope()]
+    vec![row.scope()]
 }
 
 /// True if `row` carries exactly this ticket's claim.

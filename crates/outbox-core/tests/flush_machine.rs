@@ -1,6 +1,7 @@
 //! The flush machine's own behaviour that no contract row names but that users pay for:
 //! where a tab starts claiming (so tabs draining one queue rarely collide, §8 speed), and
-//! that meeting another tab's claims makes it read the queue again at once.
+//! what meeting another tab's claims makes it do: ask which rows are left (keys only) and go
+//! on elsewhere, or read the queue again when nothing of its list is left.
 
 mod sim;
 
@@ -21,9 +22,9 @@ impl Draws for Fixed {
     }
 }
 
-fn queue_of_four() -> MemStore {
+fn queue_of(n: i64) -> MemStore {
     let mut store = MemStore::new();
-    for i in 0..4 {
+    for i in 0..n {
         store.seed(json!({"id": format!("r{i}"), "owner": "alice", "target": format!("w:{i}"), "kind": "update",
                           "body": {"i": i}, "savedAt": T0 + i, "state": "queued"}));
     }
@@ -32,7 +33,7 @@ fn queue_of_four() -> MemStore {
 
 /// The target of the first row the flush claims, with `unit` as every draw.
 fn first_claimed(unit: f64) -> String {
-    let store = queue_of_four();
+    let store = queue_of(4);
     let mut out = Outstanding::new();
     let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
     opts.concurrency = 1;
@@ -355,4 +356,62 @@ fn s8_a_flush_attempts_each_row_once_even_when_it_may_be_retried_at_once() {
     });
     assert_eq!(sends_of_failing, 1, "one attempt of a row per flush");
     assert_eq!((rep.claimed, rep.succeeded, rep.deferred), (2, 1, 1));
+}
+
+#[test]
+fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_among_them() {
+    let store = queue_of(8);
+    let mut out = Outstanding::new();
+    let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
+    opts.concurrency = 2;
+    let mut f = Flush::new(opts, &mut out);
+    let now = outbox_core::Millis(T0 + 10);
+    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
+    f.handle_rows(token, &store.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
+    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("claims r0, r1") };
+    // Meanwhile another tab claimed r0 and r1 and finished r2..r5 (deleted).
+    let mut later = MemStore::new();
+    for i in [0, 1, 6, 7] {
+        let mut r = store.get(&format!("r{i}")).unwrap().clone();
+        if i < 2 {
+            r["state"] = json!("sending");
+            r["sentAt"] = json!(T0 + 5);
+            r["claim"] = json!({"tabId": "tab-b", "expiresAt": T0 + 60_000, "fence": 1});
+            r["writer"] = json!({"bundle": "x", "at": T0 + 5});
+        }
+        later.seed(r);
+    }
+    let r = later.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
+    f.handle_written(token, r, &mut out);
+    assert_eq!(f.report().stale, 2, "both rows of the batch were taken");
+    let Some(Request::ReadIds { token, owner }) = f.poll_request() else { panic!("asks which rows are left") };
+    assert_eq!(f.poll_request(), None, "and claims nothing until it knows");
+    let ids: Vec<String> = later.read_owner(&owner).iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    f.handle_ids(token, &ids, &mut Fixed(0.0), &mut out);
+    let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims again") };
+    assert_eq!(
+        scopes,
+        vec![outbox_core::Scope::Id("r6".into()), outbox_core::Scope::Id("r7".into())],
+        "the rows another tab finished are not tried; the rows it holds were met once"
+    );
+}
+
+#[test]
+fn ids_that_leave_nothing_of_the_list_make_it_read_the_queue_again() {
+    let store = queue_of(4);
+    let mut out = Outstanding::new();
+    let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
+    opts.concurrency = 2;
+    let mut f = Flush::new(opts, &mut out);
+    let now = outbox_core::Millis(T0 + 10);
+    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
+    f.handle_rows(token, &store.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
+    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("claims r0, r1") };
+    let gone = MemStore::new(); // another tab sent every row
+    let r = gone.clone().transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
+    f.handle_written(token, r, &mut out);
+    let Some(Request::ReadIds { token, .. }) = f.poll_request() else { panic!("asks which rows are left") };
+    f.handle_ids(token, &[], &mut Fixed(0.0), &mut out);
+    assert!(matches!(f.poll_request(), Some(Request::ReadOwner { .. })), "reads the queue again");
+    assert!(!f.is_done(), "not done before that read is back");
 }

@@ -185,6 +185,10 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 &mut inner.outstanding.borrow_mut(),
             );
         }
+        Request::ReadIds { token, owner } => {
+            let ids = inner.store.read_owner_ids(&owner).await?;
+            flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, &mut inner.outstanding.borrow_mut());
+        }
         Request::Write { token, scopes } => {
             let owner = flush.borrow().owner().to_owned();
             write_together(inner, flush, ports, owner, vec![(token, scopes)]).await?;

@@ -84,7 +84,8 @@ impl Options {
                 backoff.cap_ms = cap as i64;
             }
         }
-        let concurrency = optional_number(v, "concurrency", 1.0)?.map_or(4, |n| n as usize);
+        let concurrency =
+            optional_number(v, "concurrency", 1.0)?.map_or(outbox_core::flush::DEFAULT_CONCURRENCY, |n| n as usize);
         let open_timeout_ms = optional_number(v, "openTimeoutMs", 1.0)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let records = match get(v, "records") {

@@ -56,7 +56,7 @@ export interface OpenOptions {
   now?: () => number;
   random?: () => number;
   backoff?: { baseMs?: number; capMs?: number };
-  /** Rows of different targets sent at once (default 4). */
+  /** Rows of different targets sent at once (default 16). */
   concurrency?: number;
   /**
    * How long opening (and reopening after another tab's upgrade) waits for other tabs of

@@ -7,6 +7,8 @@
 //!    outstanding at once; each carries its own [`Token`]);
 //! 2. the driver carries it out and hands the result back with the matching `handle_*`:
 //!    - [`Request::ReadOwner`]: read every row of the owner → [`Flush::handle_rows`];
+//!    - [`Request::ReadIds`]: read the ids of the owner's rows (keys only) →
+//!      [`Flush::handle_ids`];
 //!    - [`Request::Write`]: open **one** readwrite transaction, read the rows of `scopes`,
 //!      call [`Flush::plan`] synchronously, carry out the returned plan (compare its
 //!      `expected` with the rows of its scopes as just read; apply all or nothing) and
@@ -28,10 +30,13 @@
 //!
 //! ```text
 //!   new() ──▶ Reading ──rows──▶ Draining ──idle, something changed──▶ Reading (next round)
-//!                ▲                 │  │
-//!                └─ a claim found ─┘  └──idle, nothing changed──▶ done
-//!                   another tab's
-//!                   row (re-read)
+//!                ▲                 │  │ ▲
+//!                └─ a claim found ─┘  │ └─ ids back: the list keeps the rows still there
+//!                   another tab's     │    and goes on from another random place
+//!                   row, nothing left └──▶ a claim found another tab's row, rows left:
+//!                   (or no row left       ReadIds (keys only), no claims until back
+//!                   after ReadIds)
+//!                                     └──idle, nothing changed──▶ done
 //!
 //!   Reading / Draining ──auth answer (§6), maxRows sends or the deadline (§8)──▶ Ending ──tasks end──▶ done
 //!   for_answer() ──▶ Answering ──tasks end──▶ done
@@ -47,7 +52,7 @@ mod task;
 
 pub use outstanding::{FlushId, Outstanding};
 pub use report::{FlushReport, ReceiptReport};
-pub use request::{Draws, FlushOptions, Request, SendOp, Token};
+pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
 
 use crate::accounts::owned_stored;
 use crate::codec::Stored;
@@ -129,6 +134,9 @@ pub struct Flush {
     candidates: VecDeque<Candidate>,
     /// Targets this flush holds in the tab's [`Outstanding`], with the task holding each.
     held: HashMap<String, Token>,
+    /// The token of a [`Request::ReadIds`] asked for after meeting another tab's claims:
+    /// no claims until it is back.
+    refreshing: Option<Token>,
     memory: Memory,
     sends: u64,
     report: FlushReport,
@@ -164,6 +172,7 @@ impl Flush {
             next_token: 1,
             candidates: VecDeque::new(),
             held: HashMap::new(),
+            refreshing: None,
             memory: Memory::default(),
             sends: 0,
             report: FlushReport::default(),
@@ -204,6 +213,7 @@ impl Flush {
         self.requests.is_empty()
             && self.tasks.is_empty()
             && self.candidates.is_empty()
+            && self.refreshing.is_none()
             && !matches!(self.phase, Phase::Reading { .. } | Phase::Ending { reading: Some(_), .. })
     }
 
@@ -282,6 +292,28 @@ impl Flush {
         self.pump(out);
     }
 
+    /// The ids of the owner's rows now, asked for after meeting another tab's claims: the
+    /// round's candidates that are gone are dropped, and claiming goes on from a random
+    /// place among the others (the other tab walks on from where this one met it).
+    pub fn handle_ids(&mut self, token: Token, ids: &[String], draws: &mut dyn Draws, out: &mut Outstanding) {
+        if self.refreshing != Some(token) {
+            return;
+        }
+        self.refreshing = None;
+        let there: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let left: Vec<Candidate> = self.candidates.drain(..).filter(|c| there.contains(c.id.as_str())).collect();
+        if left.is_empty() {
+            // Nothing of the list is left: read the queue again, as at a stale claim at
+            // the end of the list (rows other tabs made sendable are found there).
+            if matches!(self.phase, Phase::Draining { .. }) {
+                self.start_round();
+            }
+        } else {
+            self.candidates = start_anywhere(left, draws.unit());
+        }
+        self.pump(out);
+    }
+
     /// Plans the write of request `token` inside its transaction. `current` are the rows of
     /// the request's scopes as just read. `None`: write nothing.
     pub fn plan(&mut self, token: Token, current: &[Value], now: Millis, draws: &mut dyn Draws) -> Option<ReplacePlan> {
@@ -310,12 +342,19 @@ impl Flush {
         let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth, .. });
         let next = task.written(result, &mut self.report, &mut self.memory.conflict_born, may_send);
         if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
-            // Another tab is claiming from the same queue: the list read for this round is
-            // out of date. Read the queue again now (rows it claimed are in flight there and
-            // drop out) and go on from a new random place, instead of meeting its rows one
-            // by one.
-            self.candidates.clear();
-            self.start_round();
+            // Another tab is claiming from the same queue, here: the list read for this
+            // round is out of date. With candidates left, ask which rows still exist (keys
+            // only: the rows other tabs finished are gone) and go on from another random
+            // place among them; rows in flight elsewhere are then met once each, in a batch.
+            // Without, read the queue again (rows claimed since are in flight there and
+            // drop out).
+            if self.candidates.is_empty() {
+                self.start_round();
+            } else if self.refreshing.is_none() {
+                let token = self.token();
+                self.refreshing = Some(token);
+                self.requests.push_back(Request::ReadIds { token, owner: self.opts.owner.clone() });
+            }
         }
         self.after(token, next, out);
     }
@@ -422,7 +461,7 @@ impl Flush {
 
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
     fn pump(&mut self, out: &mut Outstanding) {
-        if let Phase::Draining { .. } = self.phase {
+        if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
             self.claim_batch(out);
             if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
                 self.phase = Phase::Ending { why: Ending::MaxRows, reading: None };
@@ -431,7 +470,10 @@ impl Flush {
         if matches!(self.phase, Phase::Ending { .. }) {
             self.candidates.clear();
         }
-        let idle = self.tasks.is_empty() && self.candidates.is_empty() && self.requests.is_empty();
+        let idle = self.tasks.is_empty()
+            && self.candidates.is_empty()
+            && self.requests.is_empty()
+            && self.refreshing.is_none();
         if idle && self.phase == (Phase::Draining { progress: true }) {
             self.start_round();
         }

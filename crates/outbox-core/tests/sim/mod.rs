@@ -227,6 +227,11 @@ impl World {
                 let rows = self.store.read_owner(&owner);
                 flush.handle_rows(token, &rows, now, &mut t.draws, out);
             }
+            Request::ReadIds { token, owner } => {
+                let ids: Vec<String> =
+                    self.store.read_owner(&owner).iter().filter_map(|r| r["id"].as_str().map(str::to_owned)).collect();
+                flush.handle_ids(token, &ids, &mut t.draws, out);
+            }
             Request::Write { token, scopes } => {
                 let draws = &mut t.draws;
                 let (port, seen) = (self.reconcile, &mut self.reconciled);

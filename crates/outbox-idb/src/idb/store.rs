@@ -167,14 +167,32 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
+        let array = self.read_owner_queue(owner, false).await?;
+        values(array)
+    }
+
+    /// The ids of [`Store::read_owner`]'s rows, read as keys only (no value is read or
+    /// converted), in the same order; a key that is not a string is left out.
+    ///
+    /// # Errors
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
+    pub async fn read_owner_ids(self: &Rc<Self>, owner: &str) -> Result<Vec<String>> {
+        let array: Array = self.read_owner_queue(owner, true).await?.unchecked_into();
+        Ok(array.iter().filter_map(|k| k.as_string()).collect())
+    }
+
+    /// `getAll` (or `getAllKeys`, primary keys) of `owner`'s range of the `[owner, savedAt]`
+    /// index.
+    async fn read_owner_queue(self: &Rc<Self>, owner: &str, keys: bool) -> Result<JsValue> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let store = object_store(&tx)?;
         let lower = Array::of2(&owner.into(), &JsValue::from_f64(f64::NEG_INFINITY));
         let upper = Array::of2(&owner.into(), &JsValue::from_f64(f64::INFINITY));
         let range = IdbKeyRange::bound(&lower, &upper).map_err(|e| OutboxError::storage("key range", &e))?;
         let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
-        let req = index.get_all_with_key(&range).map_err(|e| OutboxError::storage("read", &e))?;
-        values(request(&req).await.map_err(|e| OutboxError::storage("read", &e))?)
+        let req = if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
+            .map_err(|e| OutboxError::storage("read", &e))?;
+        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
@@ -282,7 +300,11 @@ impl Store {
                 results.push(None);
                 continue;
             };
-            let missing: Vec<Scope> = plan.scopes.iter().filter(|s| !read.contains(s)).cloned().collect();
+            // A row already read here (through its `[owner, target]` scope, say) or written
+            // by an earlier plan of this transaction is known as it is now: its `Id` scope
+            // needs no read of its own.
+            let missing: Vec<Scope> =
+                plan.scopes.iter().filter(|s| !read.contains(s) && !view.knows(s)).cloned().collect();
             if !missing.is_empty() {
                 view.load(read_scopes(&store, &missing).await?);
                 read.extend(missing);
@@ -411,6 +433,15 @@ impl View {
             if !self.writes.iter().any(|(w, _)| *w == k) && !self.rows.iter().any(|(x, _)| *x == k) {
                 self.rows.push((k, r));
             }
+        }
+    }
+
+    /// True when `scope` is one row's id and this transaction has read or written that row:
+    /// the view then holds it exactly as it is now.
+    fn knows(&self, scope: &Scope) -> bool {
+        match scope {
+            Scope::Id(id) => self.rows.iter().any(|(k, _)| k == id) || self.writes.iter().any(|(k, _)| k == id),
+            Scope::Target { .. } => false,
         }
     }
 
