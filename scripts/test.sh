@@ -58,6 +58,9 @@ tests/consumer/run.sh
 step "16/18 soak: SOAK_OPS=${SOAK_OPS:-1000} operations across 4 tabs, faults, tabs closed mid-send, browser SIGKILLs, and a workbox-background-sync peer under the same faults (scripts/soak.sh)"
 scripts/soak.sh --no-build
 
+step "17/18 benchmark, short form: every issue-12 figure at small sizes on a persistent profile, printed beside its target; asserts only that the work was done (scripts/bench.sh --quick)"
+scripts/bench.sh --quick
+
 step "18/18 mutation testing of the planner lines the last commit changed (scripts/mutants.sh --changed)"
 scripts/mutants.sh --changed HEAD~1
 
