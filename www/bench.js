@@ -62,9 +62,10 @@ window.bench = {
   db: null,
   outbox: null,
 
-  async open(db, tab) {
+  /** `concurrency` (optional, from the page's query): the flush option, else the default. */
+  async open(db, tab, concurrency) {
     this.db = db;
-    this.outbox = await Outbox.open({ dbName: db, tabId: tab });
+    this.outbox = await Outbox.open({ dbName: db, tabId: tab, ...(concurrency ? { concurrency: Number(concurrency) } : {}) });
   },
 
   /** Floor A: one readwrite tx per row (index read + put). `durability`: "default" or "strict". */

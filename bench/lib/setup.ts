@@ -15,7 +15,8 @@ export const fresh = (what: string) => `${what}-${++serial}-${Math.random().toSt
 /** Loads the bench page (www/bench.html) on `db` as tab `tab`; `page` is reused if given. */
 export async function benchPage(context: BrowserContext, db: string, tab = "tab-a", page?: Page): Promise<Page> {
   const p = page ?? (await context.newPage());
-  await p.goto(`/bench.html?db=${db}&tab=${tab}`);
+  const c = process.env.BENCH_CONCURRENCY;
+  await p.goto(`/bench.html?db=${db}&tab=${tab}${c ? `&concurrency=${c}` : ""}`);
   await p.waitForFunction(() => (window as any).benchReady === true);
   return p;
 }

@@ -48,6 +48,7 @@ mod batch;
 pub mod outstanding;
 mod report;
 mod request;
+mod spread;
 mod task;
 
 pub use outstanding::{FlushId, Outstanding};
@@ -66,6 +67,7 @@ use crate::time::Millis;
 use batch::{Candidate, ClaimBatch};
 use outstanding::Taken;
 use serde_json::Value;
+use spread::{go_on_elsewhere, start_anywhere};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use task::{Task, Wait};
 
@@ -293,15 +295,16 @@ impl Flush {
     }
 
     /// The ids of the owner's rows now, asked for after meeting another tab's claims: the
-    /// round's candidates that are gone are dropped, and claiming goes on from a random
-    /// place among the others (the other tab walks on from where this one met it).
+    /// round's candidates that are gone are dropped, and claiming goes on in the middle of
+    /// the longest stretch of rows still there (see [`spread::go_on_elsewhere`]).
     pub fn handle_ids(&mut self, token: Token, ids: &[String], draws: &mut dyn Draws, out: &mut Outstanding) {
         if self.refreshing != Some(token) {
             return;
         }
         self.refreshing = None;
         let there: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        let left: Vec<Candidate> = self.candidates.drain(..).filter(|c| there.contains(c.id.as_str())).collect();
+        let list: Vec<Candidate> = self.candidates.drain(..).collect();
+        let left = go_on_elsewhere(list, &there, draws.unit());
         if left.is_empty() {
             // Nothing of the list is left: read the queue again, as at a stale claim at
             // the end of the list (rows other tabs made sendable are found there).
@@ -309,7 +312,7 @@ impl Flush {
                 self.start_round();
             }
         } else {
-            self.candidates = start_anywhere(left, draws.unit());
+            self.candidates = left;
         }
         self.pump(out);
     }
@@ -523,27 +526,4 @@ impl Flush {
     fn claims_in_progress(&self) -> u64 {
         self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
     }
-}
-
-/// The round's candidates from a random place: tabs draining one queue then rarely collide
-/// (§8 speed). Records are rotated, not rows: the rows of one record keep their
-/// `(savedAt, id)` order, also when they do not name each other in `successorOf` (an older
-/// writer's rows), so a record's edits are never sent out of order.
-fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Candidate> {
-    let mut records: Vec<Vec<Candidate>> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for c in picked {
-        match index.get(&c.target) {
-            Some(&i) => records[i].push(c),
-            None => {
-                index.insert(c.target.clone(), records.len());
-                records.push(vec![c]);
-            }
-        }
-    }
-    if !records.is_empty() {
-        let offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
-        records.rotate_left(offset);
-    }
-    records.into_iter().flatten().collect()
 }
