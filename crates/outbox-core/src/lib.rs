@@ -49,6 +49,7 @@ pub mod release;
 pub mod retry;
 pub mod row;
 pub mod select;
+mod sha256;
 pub mod tab;
 pub mod time;
 
