@@ -21,7 +21,7 @@ const H0: [u32; 8] =
 
 /// The SHA-256 digest of `data`.
 #[must_use]
-pub fn sha256(data: &[u8]) -> [u8; 32] {
+pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
     let mut h = H0;
     // The message, a 0x80 byte, zeros up to 8 bytes short of a block, the bit length.
     let mut tail = Vec::with_capacity(128);
@@ -70,7 +70,7 @@ fn compress(h: &mut [u32; 8], block: &[u8]) {
 
 /// Lowercase hex of `bytes`.
 #[must_use]
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
