@@ -2,8 +2,8 @@
 //! JSON of exactly `{body, kind, revision, target}`, `revision: null` when absent.
 
 use crate::row::Kind;
-use serde_json::Value;
 use crate::sha256::{hex, sha256};
+use serde_json::Value;
 use std::fmt::Write;
 
 /// The fingerprint of one request.
