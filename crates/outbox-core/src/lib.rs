@@ -39,6 +39,7 @@ pub mod flush;
 pub mod inflight;
 pub mod input;
 pub mod intent;
+pub mod json;
 pub mod memstore;
 pub mod metrics;
 pub mod outcome;
