@@ -23,4 +23,5 @@ npx wasm-opt -Oz --strip-debug --strip-producers pkg/outbox_idb_bg.wasm -o pkg/o
 mv pkg/outbox_idb_bg.opt.wasm pkg/outbox_idb_bg.wasm
 echo "[build] gate → target/release/outbox-gate"
 cargo build --release -p outbox-gate
-echo "[build] wasm size: $(wc -c < pkg/outbox_idb_bg.wasm) bytes, $(gzip -9c pkg/outbox_idb_bg.wasm | wc -c) gzipped"
+# Prints the size and fails above its budget (issue 12).
+node scripts/wasm-size.mjs

@@ -2,8 +2,8 @@
 //! JSON of exactly `{body, kind, revision, target}`, `revision: null` when absent.
 
 use crate::row::Kind;
+use crate::sha256::{hex, sha256};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::fmt::Write;
 
 /// The fingerprint of one request.
@@ -19,12 +19,7 @@ pub fn fingerprint(kind: Kind, target: &str, body: &Value, revision: Option<&Val
     canon.push_str(",\"target\":");
     write_string(&mut canon, target);
     canon.push('}');
-    let digest = Sha256::digest(canon.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    hex(&sha256(canon.as_bytes()))
 }
 
 /// Writes `value` as JCS canonical JSON (keys sorted by UTF-16 code units, ECMAScript

@@ -39,6 +39,7 @@ pub mod flush;
 pub mod inflight;
 pub mod input;
 pub mod intent;
+pub mod json;
 pub mod memstore;
 pub mod metrics;
 pub mod outcome;
@@ -49,6 +50,7 @@ pub mod release;
 pub mod retry;
 pub mod row;
 pub mod select;
+mod sha256;
 pub mod tab;
 pub mod time;
 

@@ -278,7 +278,7 @@ impl Outbox {
         promise(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let ticket: Ticket = serde_json::from_value(fields_from_js(&ticket, "ticket")?)
+            let ticket: Ticket = Ticket::from_json(&fields_from_js(&ticket, "ticket")?)
                 .map_err(|e| OutboxError::invalid(format!("`ticket` must be {{tabId, fence}}: {e}")))?;
             let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;

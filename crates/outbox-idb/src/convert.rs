@@ -114,7 +114,7 @@ pub fn row_to_js(row: &Value) -> JsValue {
 /// `INVALID_ARGUMENT` when it is not JSON (a `Date` as `actualRevision` would otherwise be
 /// stored as a revision) or not an `Outcome`.
 pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
-    serde_json::from_value(fields_from_js(v, "outcome")?)
+    Outcome::from_json(&fields_from_js(v, "outcome")?)
         .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))
 }
 
@@ -123,6 +123,6 @@ pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
 /// # Errors
 /// `INVALID_ARGUMENT` when it is not JSON or lacks a `target`.
 pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
-    serde_json::from_value(fields_from_js(v, "")?)
+    Prepared::from_json(&fields_from_js(v, "")?)
         .map_err(|e| OutboxError::invalid(format!("prepareSuccessor must return {{target, body, revision?}}: {e}")))
 }

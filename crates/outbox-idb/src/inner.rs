@@ -41,13 +41,13 @@ fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> {
     v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(format!("`{key}` must be a function")))
 }
 
-fn optional_number(obj: &JsValue, key: &str, min: f64) -> Result<Option<f64>> {
+fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     let v = get(obj, key);
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
     match v.as_f64() {
-        Some(n) if n.is_finite() && n >= min => Ok(Some(n)),
+        Some(n) if n.is_finite() && n >= f64::from(min) => Ok(Some(n)),
         _ => Err(OutboxError::invalid(format!("`{key}` must be a number ≥ {min}"))),
     }
 }
@@ -73,20 +73,20 @@ impl Options {
                     .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?,
             ),
         };
-        let lease_ms = optional_number(v, "leaseMs", 1.0)?.map(|n| n as i64);
+        let lease_ms = optional_number(v, "leaseMs", 1)?.map(|n| n as i64);
         let mut backoff = Backoff::default();
         let b = get(v, "backoff");
         if b.is_object() {
-            if let Some(base) = optional_number(&b, "baseMs", 0.0)? {
+            if let Some(base) = optional_number(&b, "baseMs", 0)? {
                 backoff.base_ms = base as i64;
             }
-            if let Some(cap) = optional_number(&b, "capMs", 0.0)? {
+            if let Some(cap) = optional_number(&b, "capMs", 0)? {
                 backoff.cap_ms = cap as i64;
             }
         }
         let concurrency =
-            optional_number(v, "concurrency", 1.0)?.map_or(outbox_core::flush::DEFAULT_CONCURRENCY, |n| n as usize);
-        let open_timeout_ms = optional_number(v, "openTimeoutMs", 1.0)?
+            optional_number(v, "concurrency", 1)?.map_or(outbox_core::flush::DEFAULT_CONCURRENCY, |n| n as usize);
+        let open_timeout_ms = optional_number(v, "openTimeoutMs", 1)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let records = match get(v, "records") {
             r if r.is_undefined() || r.is_null() => None,

@@ -11,8 +11,8 @@
 
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
+use outbox_core::json::{boolean, fields, integer, missing, optional, sequence, string, Error};
 use outbox_core::records::QUEUE_STORE;
-use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters, IdbTransaction};
@@ -21,7 +21,7 @@ use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStore, IdbObjectStorePar
 pub const MAX_APP_VERSION: u32 = 4_000_000;
 
 /// What `records` declares.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AppSchema {
     /// Raised by the app whenever `stores` changes.
@@ -31,7 +31,7 @@ pub struct AppSchema {
 }
 
 /// One app store.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AppStore {
     /// Its name (not `outbox`).
@@ -48,7 +48,7 @@ pub struct AppStore {
 }
 
 /// One index of an app store.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AppIndex {
     /// Its name.
@@ -71,6 +71,65 @@ fn is_key_path(v: &Value) -> bool {
     }
 }
 
+// Read by hand as serde's derive (kept for the test below, which compares both; unused, it
+// adds nothing to the module) reads them, same messages included (`outbox_core::json`),
+// without serde's deserializer code.
+impl AppSchema {
+    fn from_json(v: &Value) -> std::result::Result<AppSchema, Error> {
+        let (mut version, mut stores) = (None, None);
+        fields(v, "struct AppSchema", &["version", "stores"], &[false, false], true, |i, f| {
+            match i {
+                0 => version = Some(integer(f, "u32")?),
+                _ => stores = Some(sequence(f, AppStore::from_json)?),
+            }
+            Ok(())
+        })?;
+        Ok(AppSchema {
+            version: version.ok_or_else(|| missing("version"))?,
+            stores: stores.ok_or_else(|| missing("stores"))?,
+        })
+    }
+}
+
+impl AppStore {
+    fn from_json(v: &Value) -> std::result::Result<AppStore, Error> {
+        let (mut name, mut key_path, mut auto_increment, mut indexes) = (None, None, false, Vec::new());
+        let names = ["name", "keyPath", "autoIncrement", "indexes"];
+        fields(v, "struct AppStore", &names, &[false, true, true, true], true, |i, f| {
+            match i {
+                0 => name = Some(string(f)?),
+                1 => key_path = optional(f, |f| Ok(f.clone()))?,
+                2 => auto_increment = boolean(f)?,
+                _ => indexes = sequence(f, AppIndex::from_json)?,
+            }
+            Ok(())
+        })?;
+        Ok(AppStore { name: name.ok_or_else(|| missing("name"))?, key_path, auto_increment, indexes })
+    }
+}
+
+impl AppIndex {
+    fn from_json(v: &Value) -> std::result::Result<AppIndex, Error> {
+        let (mut name, mut key_path, mut unique, mut multi_entry) = (None, None, false, false);
+        let names = ["name", "keyPath", "unique", "multiEntry"];
+        fields(v, "struct AppIndex", &names, &[false, false, true, true], true, |i, f| {
+            match i {
+                0 => name = Some(string(f)?),
+                1 => key_path = Some(f.clone()),
+                2 => unique = boolean(f)?,
+                _ => multi_entry = boolean(f)?,
+            }
+            Ok(())
+        })?;
+        Ok(AppIndex {
+            name: name.ok_or_else(|| missing("name"))?,
+            key_path: key_path.ok_or_else(|| missing("keyPath"))?,
+            unique,
+            multi_entry,
+        })
+    }
+}
+
 impl AppSchema {
     /// Reads and checks the `records` option (`None` when absent).
     ///
@@ -81,7 +140,7 @@ impl AppSchema {
         if v.is_null() {
             return Ok(None);
         }
-        let schema: AppSchema = serde_json::from_value(v.clone()).map_err(|e| {
+        let schema = AppSchema::from_json(v).map_err(|e| {
             OutboxError::invalid(format!(
                 "`records` must be {{version, stores: [{{name, keyPath?, autoIncrement?, indexes?}}]}}: {e}"
             ))
@@ -174,4 +233,61 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, schema: &AppSchema) -> std
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AppSchema;
+    use serde_json::{json, Map, Value};
+    use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    const WORDS: &[&str] =
+        &["version", "stores", "name", "keyPath", "autoIncrement", "indexes", "unique", "multiEntry", "x", ""];
+
+    /// A random value near the shape of a declaration (xorshift: no proptest in the browser).
+    fn value(x: &mut u64, depth: u32) -> Value {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        let pick = |x: u64, n: u64| (x >> 20) % n;
+        match pick(*x, if depth == 0 { 7 } else { 10 }) {
+            0 => Value::Null,
+            1 => json!(pick(*x, 2) == 0),
+            2 => json!(pick(*x, 5)),
+            3 => json!(-(pick(*x, 3) as i64) - 1),
+            4 => [json!(1.5), json!(4_294_967_296u64), json!(2.0)][pick(*x, 3) as usize].clone(),
+            5 | 6 => json!(WORDS[pick(*x, WORDS.len() as u64) as usize]),
+            7 => Value::Array((0..pick(*x, 5)).map(|_| value(x, depth - 1)).collect()),
+            _ => {
+                let n = pick(*x, 5);
+                let mut m = Map::new();
+                for _ in 0..n {
+                    *x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let k = WORDS[pick(*x, WORDS.len() as u64) as usize];
+                    m.insert(k.into(), value(x, depth - 1));
+                }
+                Value::Object(m)
+            }
+        }
+    }
+
+    #[wasm_bindgen_test]
+    fn reads_declarations_as_serde_does() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut samples = vec![
+            json!({"version": 1, "stores": [{"name": "a", "keyPath": "id", "indexes": [{"name": "by", "keyPath": ["a", "b"], "unique": true}]}]}),
+            json!({"version": 2, "stores": [["a", null, true, []]]}),
+            json!({"version": 2, "stores": [], "extra": 1}),
+            json!({"stores": []}),
+            json!([3, []]),
+            json!([3]),
+            json!([3, [], 1]),
+        ];
+        samples.extend((0..20_000).map(|_| value(&mut x, 4)));
+        for v in samples {
+            let theirs = serde_json::from_value::<AppSchema>(v.clone()).map_err(|e| e.to_string());
+            assert_eq!(AppSchema::from_json(&v), theirs, "on {v}");
+        }
+    }
 }

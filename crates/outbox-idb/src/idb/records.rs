@@ -4,7 +4,7 @@
 //! only a record that exists, as `outbox_core::records::{patched, rekeyed}` define.
 
 use super::request::request;
-use crate::convert::to_js;
+use crate::convert::{from_js, to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};
 use outbox_core::records::{is_key, set_key, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
@@ -56,7 +56,7 @@ fn refused(store: &str, e: &JsValue) -> OutboxError {
 }
 
 fn key_path(store: &IdbObjectStore) -> Value {
-    store.key_path().ok().and_then(|k| serde_wasm_bindgen::from_value(k).ok()).unwrap_or(Value::Null)
+    store.key_path().ok().and_then(|k| from_js(&k, "keyPath").ok()).unwrap_or(Value::Null)
 }
 
 /// The same on a JS object (a record read back, which may hold values JSON cannot).
@@ -113,7 +113,8 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
         return None;
     }
     let to = Reflect::get(v, &MOVED_TO.into()).ok().filter(|t| !t.is_undefined())?;
-    serde_wasm_bindgen::from_value(to).ok().filter(is_key)
+    // Written by `stub` as JSON; anything JSON cannot hold is not a key.
+    from_js(&to, MOVED_TO).ok().filter(is_key)
 }
 
 /// A shallow copy of `current` with `set` over it.

@@ -1,0 +1,278 @@
+//! Reading JSON arguments ([`Outcome`], [`Ticket`], [`Prepared`], and the binding's own
+//! declarations) by hand, exactly as `serde_json::from_value` reads them through the serde
+//! derives of these types — same results, same error messages — without serde's generic
+//! deserializer code, which was a fifth of the wasm module (issue 12). The derives stay (the
+//! gate and tests use them); `tests/json.rs` checks both readers agree on random values.
+
+use crate::intent::Prepared;
+use crate::outcome::Outcome;
+use crate::row::Ticket;
+use serde_json::{Map, Value};
+
+/// A reading error: serde's message, e.g. "missing field `code`".
+pub type Error = String;
+
+/// How serde names a JSON value in "invalid type" errors (`serde_json`'s wording).
+#[must_use]
+pub fn unexpected(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
+        Value::Number(n) => format!("integer `{n}`"),
+        Value::String(s) => format!("string {s:?}"),
+        Value::Array(_) => "sequence".into(),
+        Value::Object(_) => "map".into(),
+    }
+}
+
+/// "invalid type: …, expected {expected}".
+#[must_use]
+pub fn invalid_type(v: &Value, expected: &str) -> Error {
+    format!("invalid type: {}, expected {expected}", unexpected(v))
+}
+
+/// "missing field `{name}`".
+#[must_use]
+pub fn missing(name: &str) -> Error {
+    format!("missing field `{name}`")
+}
+
+/// A string.
+///
+/// # Errors
+/// Any other value.
+pub fn string(v: &Value) -> Result<String, Error> {
+    v.as_str().map(str::to_owned).ok_or_else(|| invalid_type(v, "a string"))
+}
+
+/// A boolean.
+///
+/// # Errors
+/// Any other value.
+pub fn boolean(v: &Value) -> Result<bool, Error> {
+    v.as_bool().ok_or_else(|| invalid_type(v, "a boolean"))
+}
+
+/// An integer that fits `T` (`name` is how serde names it: `u32`, `u64`, `i64`).
+///
+/// # Errors
+/// A float, a non-number, or an integer out of range.
+pub fn integer<T: TryFrom<i128>>(v: &Value, name: &str) -> Result<T, Error> {
+    let n = match v {
+        Value::Number(n) if !n.is_f64() => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
+        _ => None,
+    };
+    let Some(n) = n else { return Err(invalid_type(v, name)) };
+    T::try_from(n).map_err(|_| format!("invalid value: {}, expected {name}", unexpected(v)))
+}
+
+/// `None` for `null`, else what `read` makes of the value (serde's `Option<T>`).
+///
+/// # Errors
+/// What `read` says.
+pub fn optional<T>(v: &Value, read: impl FnOnce(&Value) -> Result<T, Error>) -> Result<Option<T>, Error> {
+    if v.is_null() {
+        Ok(None)
+    } else {
+        read(v).map(Some)
+    }
+}
+
+/// The fields of a struct as serde's derive reads them from JSON: an object's entries in
+/// order (keys not in `fields` ignored, or refused when `deny_unknown`), or an array's
+/// elements by position. `field(i, value)` reads field `i`; `defaulted[i]` (one per name)
+/// says whether field `i` may be absent from an array (`#[serde(default)]`, `Option`). `expecting` is
+/// serde's name of the type (`struct AppStore`). Absent fields of an object are for the
+/// caller to check, after this returns.
+///
+/// # Errors
+/// The first error in the order serde meets it.
+pub fn fields(
+    v: &Value,
+    expecting: &str,
+    names: &[&str],
+    defaulted: &[bool],
+    deny_unknown: bool,
+    mut field: impl FnMut(usize, &Value) -> Result<(), Error>,
+) -> Result<(), Error> {
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map {
+                match names.iter().position(|n| n == k) {
+                    Some(i) => field(i, item)?,
+                    None if deny_unknown => return Err(unknown_field(k, names)),
+                    None => {}
+                }
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, &may_lack) in defaulted.iter().enumerate() {
+                match items.get(i) {
+                    Some(item) => field(i, item)?,
+                    None if may_lack => {}
+                    None => {
+                        let s = if names.len() == 1 { "" } else { "s" };
+                        let n = names.len();
+                        return Err(format!("invalid length {i}, expected {expecting} with {n} element{s}"));
+                    }
+                }
+            }
+            if items.len() > names.len() {
+                return Err(format!("invalid length {}, expected fewer elements in array", items.len()));
+            }
+            Ok(())
+        }
+        other => Err(invalid_type(other, expecting)),
+    }
+}
+
+fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [a] => format!("`{a}`"),
+        [a, b] => format!("`{a}` or `{b}`"),
+        _ => format!("one of {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn unknown_field(k: &str, names: &[&str]) -> Error {
+    if names.is_empty() {
+        format!("unknown field `{k}`, there are no fields")
+    } else {
+        format!("unknown field `{k}`, expected {}", one_of(names))
+    }
+}
+
+/// An array, each element read by `read` (serde's `Vec<T>`).
+///
+/// # Errors
+/// Not an array, or the first element `read` refuses.
+pub fn sequence<T>(v: &Value, read: impl Fn(&Value) -> Result<T, Error>) -> Result<Vec<T>, Error> {
+    v.as_array().ok_or_else(|| invalid_type(v, "a sequence"))?.iter().map(read).collect()
+}
+
+const OUTCOME_TYPES: &[&str] = &["success", "transient", "auth", "permanent", "conflict"];
+
+impl Outcome {
+    /// Reads an outcome object as `serde_json::from_value` does (`{type: "success", …}`).
+    /// serde would also read one from an array (the tag first); the binding only ever has
+    /// objects here (`fields_from_js`), and this refuses arrays as serde refuses strings.
+    ///
+    /// # Errors
+    /// serde's message for what is wrong.
+    pub fn from_json(v: &Value) -> Result<Outcome, Error> {
+        let (tag, rest) = match v {
+            Value::Object(map) => {
+                let mut rest = Map::new();
+                let mut tag = None;
+                for (k, item) in map {
+                    if k == "type" {
+                        let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
+                        let known = OUTCOME_TYPES.iter().position(|t| *t == name);
+                        tag =
+                            Some(known.ok_or_else(|| {
+                                format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES))
+                            })?);
+                    } else {
+                        rest.insert(k.clone(), item.clone());
+                    }
+                }
+                (tag.ok_or_else(|| missing("type"))?, Value::Object(rest))
+            }
+            other => return Err(invalid_type(other, "internally tagged enum Outcome")),
+        };
+        match tag {
+            0 => {
+                let (mut receipt, mut replayed) = (Value::Null, false);
+                variant(&rest, "struct variant Outcome::Success", &["receipt", "replayed"], &[true, true], |i, f| {
+                    match i {
+                        0 => receipt = f.clone(),
+                        _ => replayed = boolean(f)?,
+                    }
+                    Ok(())
+                })?;
+                Ok(Outcome::Success { receipt, replayed })
+            }
+            1 => {
+                let (mut code, mut retry_after_ms) = (None, None);
+                let names = ["code", "retryAfterMs"];
+                variant(&rest, "struct variant Outcome::Transient", &names, &[true, true], |i, f| {
+                    match i {
+                        0 => code = optional(f, string)?,
+                        _ => retry_after_ms = optional(f, |f| integer(f, "i64"))?,
+                    }
+                    Ok(())
+                })?;
+                Ok(Outcome::Transient { code, retry_after_ms })
+            }
+            2 => Ok(Outcome::Auth),
+            3 => {
+                let mut code = None;
+                variant(&rest, "struct variant Outcome::Permanent", &["code"], &[false], |_, f| {
+                    code = Some(string(f)?);
+                    Ok(())
+                })?;
+                Ok(Outcome::Permanent { code: code.ok_or_else(|| missing("code"))? })
+            }
+            _ => {
+                let mut actual = None;
+                variant(&rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], |_, f| {
+                    actual = Some(f.clone());
+                    Ok(())
+                })?;
+                Ok(Outcome::Conflict { actual_revision: actual.ok_or_else(|| missing("actualRevision"))? })
+            }
+        }
+    }
+}
+
+/// The fields of a struct variant after its tag.
+fn variant(
+    rest: &Value,
+    expecting: &str,
+    names: &[&str],
+    defaulted: &[bool],
+    field: impl FnMut(usize, &Value) -> Result<(), Error>,
+) -> Result<(), Error> {
+    fields(rest, expecting, names, defaulted, false, field)
+}
+
+impl Ticket {
+    /// Reads a ticket (`{tabId, fence}`) as `serde_json::from_value` does.
+    ///
+    /// # Errors
+    /// serde's message for what is wrong.
+    pub fn from_json(v: &Value) -> Result<Ticket, Error> {
+        let (mut tab_id, mut fence) = (None, None);
+        fields(v, "struct Ticket", &["tabId", "fence"], &[false, false], false, |i, f| {
+            match i {
+                0 => tab_id = Some(string(f)?),
+                _ => fence = Some(integer(f, "u64")?),
+            }
+            Ok(())
+        })?;
+        Ok(Ticket { tab_id: tab_id.ok_or_else(|| missing("tabId"))?, fence: fence.ok_or_else(|| missing("fence"))? })
+    }
+}
+
+impl Prepared {
+    /// Reads what `prepareSuccessor` returned (`{target, body?, revision?}`) as
+    /// `serde_json::from_value` does.
+    ///
+    /// # Errors
+    /// serde's message for what is wrong.
+    pub fn from_json(v: &Value) -> Result<Prepared, Error> {
+        let (mut target, mut body, mut revision) = (None, Value::Null, None);
+        fields(v, "struct Prepared", &["target", "body", "revision"], &[false, true, true], false, |i, f| {
+            match i {
+                0 => target = Some(string(f)?),
+                1 => body = f.clone(),
+                _ => revision = optional(f, |f| Ok(f.clone()))?,
+            }
+            Ok(())
+        })?;
+        Ok(Prepared { target: target.ok_or_else(|| missing("target"))?, body, revision })
+    }
+}

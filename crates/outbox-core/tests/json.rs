@@ -1,0 +1,130 @@
+//! The hand-written readers of `outbox_core::json` agree with serde's derives on every value:
+//! the same result, or the same error message.
+
+use outbox_core::intent::Prepared;
+use outbox_core::{Outcome, Ticket};
+use proptest::prelude::*;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+use std::fmt::Debug;
+
+/// Keys and strings that hit the fields and tags the readers know, and some they do not.
+const WORDS: &[&str] = &[
+    "type",
+    "success",
+    "transient",
+    "auth",
+    "permanent",
+    "conflict",
+    "receipt",
+    "replayed",
+    "code",
+    "retryAfterMs",
+    "actualRevision",
+    "tabId",
+    "fence",
+    "target",
+    "body",
+    "revision",
+    "other",
+    "Success",
+    "",
+];
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop_oneof![Just(0u64), Just(1), Just(42), Just(u64::from(u32::MAX)), Just(u64::from(u32::MAX) + 1)]
+            .prop_map(Value::from),
+        prop_oneof![Just(-1i64), Just(i64::MIN)].prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        prop_oneof![Just(1.5f64), Just(2.0), Just(1e21), Just(-0.0)].prop_map(Value::from),
+        proptest::sample::select(WORDS).prop_map(|s| Value::String(s.to_owned())),
+        "[a-z\"\\\\\u{1}é]{0,4}".prop_map(Value::String),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec((proptest::sample::select(WORDS), inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<Map<_, _>>())),
+        ]
+    })
+}
+
+/// An object of known keys with random values, sometimes a known tag.
+fn object() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec((proptest::sample::select(WORDS), value()), 0..6),
+        proptest::option::of(proptest::sample::select(&WORDS[..6])),
+    )
+        .prop_map(|(kv, tag)| {
+            let mut m: Map<String, Value> = kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            if let Some(t) = tag {
+                m.insert("type".into(), json!(t));
+            }
+            Value::Object(m)
+        })
+}
+
+fn agree<T: DeserializeOwned + PartialEq + Debug>(v: &Value, ours: Result<T, String>) -> Result<(), TestCaseError> {
+    let theirs = serde_json::from_value::<T>(v.clone()).map_err(|e| e.to_string());
+    prop_assert_eq!(ours, theirs, "on {}", v);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn outcome_reads_objects_as_serde_does(v in object()) {
+        agree(&v, Outcome::from_json(&v))?;
+    }
+
+    #[test]
+    fn ticket_reads_as_serde_does(v in prop_oneof![object(), value()]) {
+        agree(&v, Ticket::from_json(&v))?;
+    }
+
+    #[test]
+    fn prepared_reads_as_serde_does(v in prop_oneof![object(), value()]) {
+        agree(&v, Prepared::from_json(&v))?;
+    }
+}
+
+#[test]
+fn the_usual_answers_and_mistakes() {
+    for v in [
+        json!({"type": "success", "receipt": {"serverId": 7, "revision": "r2"}}),
+        json!({"type": "success", "replayed": true, "extra": 1}),
+        json!({"type": "transient", "code": "NET", "retryAfterMs": 1500}),
+        json!({"type": "transient", "retryAfterMs": 1.5}),
+        json!({"type": "transient", "retryAfterMs": u64::MAX}),
+        json!({"type": "auth"}),
+        json!({"type": "permanent"}),
+        json!({"type": "permanent", "code": null}),
+        json!({"type": "conflict"}),
+        json!({"type": "conflict", "actualRevision": null}),
+        json!({"type": "nope"}),
+        json!({"type": 3}),
+        json!({}),
+    ] {
+        agree(&v, Outcome::from_json(&v)).unwrap();
+    }
+    for v in [
+        json!({"tabId": "t", "fence": 3}),
+        json!({"tabId": "t", "fence": -1}),
+        json!({"fence": 2.5}),
+        json!(["t", 1]),
+        json!(["t"]),
+        json!(["t", 1, 2]),
+        json!("x"),
+    ] {
+        agree(&v, Ticket::from_json(&v)).unwrap();
+    }
+}
