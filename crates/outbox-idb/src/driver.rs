@@ -105,26 +105,37 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<Flu
 async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
     let owner = flush.owner().to_owned();
     let flush = Rc::new(RefCell::new(flush));
-    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<()>>> = FuturesUnordered::new();
+    // `true`: the future was the flush's write transaction.
+    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<bool>>> = FuturesUnordered::new();
+    // Writes asked for while the flush's transaction runs wait for it and then go together
+    // in the next one (group commit): a transaction per moment, not per answer, however the
+    // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
+    // store at a time anyway, so waiting costs nothing.
+    let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
+    let mut writing = false;
     loop {
-        let mut writes = Vec::new();
         while let Some(req) = flush.borrow_mut().poll_request() {
             match req {
-                Request::Write { token, scopes } => writes.push((token, scopes)),
-                other => running.push(Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other))),
+                Request::Write { token, scopes } => waiting.push((token, scopes)),
+                other => running.push(Box::pin(
+                    execute(inner.clone(), flush.clone(), ports.clone(), other).map(|r| r.map(|()| false)),
+                )),
             }
         }
-        if !writes.is_empty() {
-            running.push(Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)));
+        if !writing && !waiting.is_empty() {
+            writing = true;
+            let writes = std::mem::take(&mut waiting);
+            let write = write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes);
+            running.push(Box::pin(write.map(|r| r.map(|()| true))));
         }
         match running.next().await {
-            Some(r) => r?,
+            Some(r) => writing &= !r?,
             None => break,
         }
         // Take every other result that is already in, so that the writes they ask for
         // share one transaction (answers of one claim batch tend to arrive together).
         while let Some(Some(r)) = running.next().now_or_never() {
-            r?;
+            writing &= !r?;
         }
     }
     let report = flush.borrow().report().clone();
