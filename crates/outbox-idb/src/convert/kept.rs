@@ -13,7 +13,7 @@
 //! undecodable (§3 rule 3: never sent, claimed or written; reported; left as it is).
 
 use super::walk::{as_marker, path_string, Kept, Mode, Seg, Walker};
-use js_sys::{Array, Object, Reflect};
+use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -144,7 +144,7 @@ impl Registry {
 /// A marker whose value is no longer known; the caller must abort its transaction.
 pub fn to_store(id: &str, row: &Value) -> Result<JsValue, JsValue> {
     REGISTRY
-        .with(|r| build(row, &mut vec![], &mut |path, marker| r.borrow().original(id, path, marker)))
+        .with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker)))
         .map_err(|path| js_sys::Error::new(&format!("the value at `{path}` of row {id} is no longer known")).into())
 }
 
@@ -158,43 +158,63 @@ pub fn to_app(row: &Value) -> JsValue {
         }
     }
     REGISTRY
-        .with(|r| build(row, &mut vec![], &mut |path, marker| r.borrow().original(id, path, marker)))
+        .with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker)))
         .unwrap_or_else(|_| super::to_js(row))
 }
 
-/// JSON as JS; `original` gives the value behind a marker (`Err(path)` when it has none).
-fn build(
+/// JSON as JS ([`super::to_js`]), each marker replaced by the value `original` gives for it
+/// (`Err(path)` of the first one, in document order, that has none).
+fn build(v: &Value, original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>) -> Result<JsValue, String> {
+    if let Some(m) = as_marker(v) {
+        return original(&[], m).ok_or_else(|| path_string(&[]));
+    }
+    let js = super::to_js(v);
+    if has_marker(v) {
+        patch(&js, v, &mut vec![], original)?;
+    }
+    Ok(js)
+}
+
+fn has_marker(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => as_marker(v).is_some() || map.values().any(has_marker),
+        Value::Array(items) => items.iter().any(has_marker),
+        _ => false,
+    }
+}
+
+/// Sets the original of each marker below `v` into `js`, the JS built from `v`.
+fn patch(
+    js: &JsValue,
     v: &Value,
     path: &mut Vec<Seg>,
     original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>,
-) -> Result<JsValue, String> {
-    Ok(match v {
-        Value::Object(map) => {
-            if let Some(m) = as_marker(v) {
-                return original(path, m).ok_or_else(|| path_string(path));
-            }
-            let o = Object::new();
-            for (k, item) in map {
-                path.push(Seg::Key(k.clone()));
-                let item = build(item, path, original);
-                path.pop();
-                let _ = Reflect::set(&o, &JsValue::from_str(k), &item?);
-            }
-            o.into()
+) -> Result<(), String> {
+    let children: Box<dyn Iterator<Item = (Seg, &Value)>> = match v {
+        Value::Object(map) => Box::new(map.iter().map(|(k, item)| (Seg::Key(k.clone()), item))),
+        Value::Array(items) => Box::new(items.iter().enumerate().map(|(i, item)| (Seg::Index(i as u32), item))),
+        _ => return Ok(()),
+    };
+    for (seg, item) in children {
+        if !matches!(item, Value::Object(_) | Value::Array(_)) {
+            continue;
         }
-        Value::Array(items) => {
-            let a = Array::new();
-            for (i, item) in items.iter().enumerate() {
-                path.push(Seg::Index(i as u32));
-                let item = build(item, path, original);
-                path.pop();
-                a.push(&item?);
+        let key = match &seg {
+            Seg::Key(k) => JsValue::from_str(k),
+            Seg::Index(i) => JsValue::from(*i),
+        };
+        path.push(seg);
+        let done = match as_marker(item) {
+            Some(m) => original(path, m).ok_or_else(|| path_string(path)).map(|o| {
+                let _ = Reflect::set(js, &key, &o);
+            }),
+            None if has_marker(item) => {
+                patch(&Reflect::get(js, &key).unwrap_or(JsValue::UNDEFINED), item, path, original)
             }
-            a.into()
-        }
-        Value::String(s) => JsValue::from_str(s),
-        Value::Number(n) => JsValue::from_f64(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Bool(b) => JsValue::from_bool(*b),
-        Value::Null => JsValue::NULL,
-    })
+            None => Ok(()),
+        };
+        path.pop();
+        done?;
+    }
+    Ok(())
 }

@@ -38,6 +38,11 @@ extern "C" {
     fn js_string(v: &JsValue) -> Result<JsString, JsValue>;
 }
 
+thread_local! {
+    /// This realm's `Object.prototype` (it cannot be replaced).
+    static OBJECT_PROTOTYPE: JsValue = Object::get_prototype_of(&Object::new()).into();
+}
+
 /// One step of a path: an object key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Seg {
@@ -138,11 +143,10 @@ pub struct Walker {
     mode: Mode,
     max_depth: usize,
     path: Vec<Seg>,
-    /// Objects on the current path → the length of the path at them.
-    open: js_sys::Map,
+    /// Objects on the current path → the length of the path at them (made at the first).
+    open: Option<js_sys::Map>,
     nodes: usize,
     object_proto: JsValue,
-    to_string: Option<Function>,
     /// Values kept aside (stored mode).
     pub kept: Vec<Kept>,
 }
@@ -153,22 +157,12 @@ impl Walker {
     /// A walk in `mode` starting at `root` (the path every message starts with).
     #[must_use]
     pub fn new(mode: Mode, root: Vec<Seg>) -> Walker {
-        let object_proto = Object::get_prototype_of(&Object::new()).into();
-        let to_string = Reflect::get(&object_proto, &"toString".into()).ok().and_then(|f| f.dyn_into().ok());
+        let object_proto = OBJECT_PROTOTYPE.with(JsValue::clone);
         let max_depth = match mode {
             Mode::App => MAX_APP_DEPTH,
             Mode::Stored => MAX_STORED_DEPTH,
         };
-        Walker {
-            mode,
-            max_depth,
-            path: root,
-            open: js_sys::Map::new(),
-            nodes: 0,
-            object_proto,
-            to_string,
-            kept: vec![],
-        }
+        Walker { mode, max_depth, path: root, open: None, nodes: 0, object_proto, kept: vec![] }
     }
 
     /// The JSON of `v`.
@@ -213,7 +207,8 @@ impl Walker {
                 Mode::Stored => self.foreign(v, Foreign { what: format!("a value {what}"), marker: "Deep".into() }),
             };
         }
-        if let Some(at) = self.open.get(v).as_f64() {
+        let open = self.open.get_or_insert_with(js_sys::Map::new).clone();
+        if let Some(at) = open.get(v).as_f64() {
             let at = at as usize;
             return match self.mode {
                 Mode::App => Err(Refusal {
@@ -228,9 +223,9 @@ impl Walker {
         }
         let here = self.path.len();
         let kept_before = self.kept.len();
-        self.open.set(v, &JsValue::from(here as f64));
+        open.set(v, &JsValue::from(here as f64));
         let walked = if array { self.array(v, depth) } else { self.object(v, depth) };
-        self.open.delete(v);
+        open.delete(v);
         let mut walked = walked?;
         if walked.back_to == Some(here) {
             // The cycle closes here: this object is kept whole, so the cycle is written back
@@ -308,27 +303,29 @@ impl Walker {
 
     fn classify(&self, v: &JsValue) -> Node {
         let foreign = |what: &str, marker: String| Node::Foreign(Foreign { what: what.to_owned(), marker });
-        match v.js_typeof().as_string().as_deref() {
-            Some("boolean") => Node::Leaf(Value::Bool(v.is_truthy())),
-            Some("number") => {
-                let n = v.as_f64().unwrap_or(f64::NAN);
-                match n {
-                    n if n.is_finite() => Node::Leaf(number(n)),
-                    n if n.is_nan() => foreign("NaN", "Number:NaN".into()),
-                    n if n > 0.0 => foreign("Infinity", "Number:Infinity".into()),
-                    _ => foreign("-Infinity", "Number:-Infinity".into()),
-                }
-            }
-            Some("string") => match valid_string(v) {
+        // The kinds JSON holds first, each by a check that builds no string (`typeof` does).
+        if let Some(n) = v.as_f64() {
+            return match n {
+                n if n.is_finite() => Node::Leaf(number(n)),
+                n if n.is_nan() => foreign("NaN", "Number:NaN".into()),
+                n if n > 0.0 => foreign("Infinity", "Number:Infinity".into()),
+                _ => foreign("-Infinity", "Number:-Infinity".into()),
+            };
+        }
+        if let Some(s) = v.as_string() {
+            return match checked(s, v) {
                 Some(s) => Node::Leaf(Value::String(s)),
                 None => foreign("a string with an unpaired surrogate", format!("String:{:016x}", utf16_digest(v))),
-            },
-            Some("undefined") => foreign("undefined", "undefined".into()),
-            Some("bigint") => foreign("a BigInt", format!("BigInt:{}", text(v))),
-            Some("symbol") => foreign("a symbol", "Symbol".into()),
-            Some("function") => foreign("a function", "Function".into()),
-            _ if v.is_null() => Node::Leaf(Value::Null),
-            _ => match is_array(v) {
+            };
+        }
+        if let Some(b) = v.as_bool() {
+            return Node::Leaf(Value::Bool(b));
+        }
+        if v.is_null() {
+            return Node::Leaf(Value::Null);
+        }
+        if v.is_object() {
+            return match is_array(v) {
                 Ok(true) => Node::Container { array: true },
                 Ok(false) => match prototype_of(v) {
                     Ok(p) if p.is_null() || p == self.object_proto || is_object_prototype(&p) => {
@@ -338,15 +335,22 @@ impl Walker {
                     Err(_) => foreign("an object whose prototype cannot be read", "Unreadable".into()),
                 },
                 Err(_) => foreign("an object that cannot be read", "Unreadable".into()),
-            },
+            };
+        }
+        match v.js_typeof().as_string().as_deref() {
+            Some("bigint") => foreign("a BigInt", format!("BigInt:{}", text(v))),
+            Some("symbol") => foreign("a symbol", "Symbol".into()),
+            Some("function") => foreign("a function", "Function".into()),
+            // `undefined`, and what claims to be (`document.all`).
+            _ => foreign("undefined", "undefined".into()),
         }
     }
 
     /// Names an object that is not a plain object and digests it cheaply and stably.
     fn describe(&self, v: &JsValue, proto: &JsValue) -> Foreign {
-        let tag = self
-            .to_string
-            .as_ref()
+        let to_string: Option<Function> =
+            Reflect::get(&self.object_proto, &"toString".into()).ok().and_then(|f| f.dyn_into().ok());
+        let tag = to_string
             .and_then(|f| f.call0(v).ok())
             .and_then(|t| t.as_string())
             .and_then(|t| t.strip_prefix("[object ").and_then(|t| t.strip_suffix(']')).map(str::to_owned))
@@ -437,10 +441,17 @@ fn number(n: f64) -> Value {
     }
 }
 
+/// The string `v` holds, if it is a string without an unpaired surrogate. Read in one
+/// crossing (`as_string`), which turns an unpaired surrogate into U+FFFD: only a string
+/// holding U+FFFD after it is checked unit by unit (`is_valid_utf16`, one call per unit).
 fn valid_string(v: &JsValue) -> Option<String> {
-    let s: &JsString = v.dyn_ref()?;
-    if s.is_valid_utf16() {
-        Some(String::from(s))
+    checked(v.as_string()?, v)
+}
+
+/// `s`, read from `v` by `as_string`, if `v` holds no unpaired surrogate.
+fn checked(s: String, v: &JsValue) -> Option<String> {
+    if !s.contains('\u{FFFD}') || v.unchecked_ref::<JsString>().is_valid_utf16() {
+        Some(s)
     } else {
         None
     }
