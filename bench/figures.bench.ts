@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { launch } from "../tests/soak/browser";
 import { startPeerOrigin, WORKBOX_VERSION } from "../tests/soak/peer";
 import { floorA, floorB } from "./lib/floors";
-import { enqueue, flush, pages, posts } from "./lib/outbox";
+import { enqueue, flush, ownPages, pages, posts } from "./lib/outbox";
 import { ownerReads, READS } from "./lib/owner-reads";
 import { QUICK, SIZES as S } from "./lib/setup";
 import { packageSize } from "./lib/size";
@@ -61,6 +61,10 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
             met: k === 4 ? r >= 1.0 && m.duplicates === 0 : undefined, data: { n: S.pages, pages: k, ...m } });
     }
 
+    const own4 = await ownPages(context, page, 4, S.pages, S.runs);
+    add({ figure: `4 pages, each draining its own owner's ${n(S.pages / 4)} rows of one database (no shared rows), combined (${runsOf(own4)})`,
+          value: perRow(own4.ms, S.pages), ratio: `${times(one.ms / own4.ms)} (combined ÷ 1 page)`, data: { n: S.pages, pages: 4, ...own4 } });
+
     const alone = await posts(context, page, S.fetchSmall, S.runs);
     for (const [i, size] of [S.fetchSmall, S.fetchLarge].entries()) {
       const runs = i ? S.runsLarge : S.runs;
@@ -72,7 +76,7 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
       add({ figure: `workbox-background-sync ${WORKBOX_VERSION} replayRequests(), same server, N=${n(size)} (${runsOf(wb)})`,
             value: perRow(wb.ms, size), data: { n: size, ...wb } });
       if (i === 0) {
-        add({ figure: `page POSTs alone, 4 in flight, no IndexedDB, N=${n(size)} (${runsOf(alone)})`, value: perRow(alone.ms, size),
+        add({ figure: `page POSTs alone, 16 in flight (the flush's default), no IndexedDB, N=${n(size)} (${runsOf(alone)})`, value: perRow(alone.ms, size),
               ratio: `${times(alone.ms / f.ms)} (POSTs alone ÷ flush)`, data: { n: size, ...alone } });
       }
     }

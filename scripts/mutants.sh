@@ -57,6 +57,8 @@ if [ -f "$outcomes" ]; then
     console.log(`[mutants] tested ${o.total_mutants}: caught ${n("CaughtMutant")}, missed ${n("MissedMutant")}, ` +
       `timeouts ${n("Timeout")}, unviable ${n("Unviable")}; equivalent (listed, not generated) ${eq}`);
   ' "$PWD/$outcomes"
-  [ -s "$out/mutants.out/missed.txt" ] && { echo "[mutants] missed:"; cat "$out/mutants.out/missed.txt"; }
+  # cargo-mutants exits 3 when there were timeouts even if some mutants were also missed:
+  # a missed mutant fails the run whatever the exit code said.
+  [ -s "$out/mutants.out/missed.txt" ] && { echo "[mutants] missed:"; cat "$out/mutants.out/missed.txt"; status=2; }
 fi
 exit "$status"

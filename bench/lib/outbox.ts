@@ -47,8 +47,28 @@ export async function pages(context: BrowserContext, page: Page, k: number, n: n
   return { ...m, duplicates, stale };
 }
 
+/**
+ * `k` pages at once, each flushing its own owner's `n / k` rows of one database: no row is
+ * shared, so nothing collides — what `k` pages cost beside one page when IndexedDB runs one
+ * readwrite transaction on the store at a time (the floor of the `pages` figure).
+ */
+export async function ownPages(context: BrowserContext, page: Page, k: number, n: number, runs: number) {
+  return measure(runs, async () => {
+    const db = fresh(`own-pages-${k}`);
+    await benchPage(context, db, "tab-0", page);
+    const owners = Array.from({ length: k }, () => fresh("owner"));
+    for (const o of owners) await call(page, "seed", o, n / k);
+    const all = [page];
+    for (let i = 1; i < k; i++) all.push(await benchPage(context, db, `tab-${i}`));
+    const reports = await Promise.all(all.map((p, i) => call(p, "flush", owners[i], "instant")));
+    for (const p of all.slice(1)) await p.close();
+    reports.forEach((r, i) => expect(r.succeeded, `page ${i} sent its owner's rows`).toBe(n / k));
+    return Math.max(...reports.map((r) => r.end)) - Math.min(...reports.map((r) => r.start));
+  });
+}
+
 /** The network alone: `n` POSTs to the gate from the page, `inFlight` at a time, no IndexedDB. */
-export async function posts(context: BrowserContext, page: Page, n: number, runs: number, inFlight = 4) {
+export async function posts(context: BrowserContext, page: Page, n: number, runs: number, inFlight = 16) {
   return measure(runs, async () => {
     await benchPage(context, fresh("posts"), "tab-a", page);
     const r = await call(page, "posts", fresh("owner"), n, inFlight);

@@ -93,6 +93,9 @@ mod tests {
         assert_eq!(ids(&go_on_elsewhere(list(10), &there, 0.5)), ["r8", "r9", "r3", "r4", "r6", "r7"]);
         assert_eq!(ids(&go_on_elsewhere(list(10), &there, 1.0)), ["r8", "r9", "r3", "r4", "r6", "r7"]);
         assert!(go_on_elsewhere(list(10), &HashSet::new(), 0.5).is_empty(), "nothing left");
+        // Of two stretches as long, the first in walking order (the nearer one).
+        let there: HashSet<&str> = ["r0", "r1", "r3", "r4"].into_iter().collect();
+        assert_eq!(ids(&go_on_elsewhere(list(5), &there, 0.0)), ["r0", "r1", "r3", "r4"]);
     }
 
     #[test]
