@@ -124,8 +124,8 @@ impl Outbox {
             }
             let op = NewOperation::from_json(&fields_from_js(&op, "")?)?;
             let writes = writes_arg(&options)?;
-            let id = uuid::Uuid::new_v4().to_string();
-            let reissue = uuid::Uuid::new_v4().to_string();
+            let id = crate::ids::new_id();
+            let reissue = crate::ids::new_id();
             let now = inner.now();
             let records = enqueue_records(&op, &id, &writes);
             let port = RecordPort { stores: AppStores::of(&records), reconcile: None };
@@ -333,7 +333,7 @@ impl Outbox {
                     row.kind.as_str()
                 )));
             }
-            let new_id = uuid::Uuid::new_v4().to_string();
+            let new_id = crate::ids::new_id();
             let records = row_records(&writes, &row.target);
             let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
             let (ok, changed) = with_records(&inner, scopes, records, |cur| {

@@ -123,7 +123,7 @@ pub struct Inner {
 
 impl Inner {
     pub fn new(store: Rc<Store>, opts: Options) -> Inner {
-        let tab_id = opts.tab_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let tab_id = opts.tab_id.unwrap_or_else(crate::ids::new_id);
         let mut tab = Tab::new(tab_id).with_lease(opts.lease_ms.unwrap_or(outbox_core::inflight::DEFAULT_LEASE_MS));
         tab.bundle = concat!("outbox-idb@", env!("CARGO_PKG_VERSION")).to_owned();
         let notifier = Notifier::new(store.name(), &tab.tab_id);
@@ -166,6 +166,6 @@ impl Draws for &Inner {
     }
 
     fn new_id(&mut self) -> String {
-        uuid::Uuid::new_v4().to_string()
+        crate::ids::new_id()
     }
 }

@@ -12,6 +12,7 @@ pub mod convert;
 mod driver;
 pub mod error;
 pub mod idb;
+mod ids;
 mod inner;
 mod notify;
 mod outbox;

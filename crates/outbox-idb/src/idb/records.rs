@@ -231,8 +231,11 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
 /// # Errors
 /// `INVALID_ARGUMENT` naming an app store the database does not have.
 pub fn scope(db: &web_sys::IdbDatabase, queue: &str, app: &AppStores) -> Result<Array> {
-    let names = db.object_store_names();
     let out = Array::of1(&queue.into());
+    if matches!(app, AppStores::None) {
+        return Ok(out); // the common case: no list of the database's stores to fetch
+    }
+    let names = db.object_store_names();
     match app {
         AppStores::None => {}
         AppStores::Named(list) => {

@@ -369,6 +369,15 @@ impl Drop for AbortOnDrop<'_> {
     }
 }
 
+thread_local! {
+    /// `{durability: "strict"}`, made once (IndexedDB only reads it).
+    static STRICT: JsValue = {
+        let opts = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
+        opts.into()
+    };
+}
+
 /// Starts a transaction on `stores`; a strict readwrite one asks for `durability: "strict"`.
 fn begin(
     db: &IdbDatabase,
@@ -377,11 +386,8 @@ fn begin(
     durability: Durability,
 ) -> std::result::Result<IdbTransaction, JsValue> {
     match (mode, durability) {
-        (IdbTransactionMode::Readwrite, Durability::Strict) => {
-            let opts = js_sys::Object::new();
-            js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into())?;
-            db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(stores, "readwrite", &opts)
-        }
+        (IdbTransactionMode::Readwrite, Durability::Strict) => STRICT
+            .with(|opts| db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(stores, "readwrite", opts)),
         _ => db.transaction_with_str_sequence_and_mode(stores, mode),
     }
 }

@@ -1,0 +1,66 @@
+//! Operation ids (UUID v4) drawn from a pool of random bytes: one `crypto.getRandomValues`
+//! per 64 ids instead of one per id (an enqueue draws two: its id and the id a re-issue
+//! would take; issue 12 counts every crossing of the JS boundary per row). The bytes are
+//! the same cryptographic randomness; only the calls are batched.
+
+use js_sys::{Reflect, Uint8Array};
+use std::cell::RefCell;
+use wasm_bindgen::JsCast;
+
+/// Bytes fetched at once: 64 ids.
+const POOL_BYTES: u32 = 1024;
+
+thread_local! {
+    /// Unused random bytes, taken from the end.
+    static POOL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `POOL_BYTES` from `crypto.getRandomValues` (pages, workers and Node all have it).
+fn fetch() -> Option<Vec<u8>> {
+    let crypto = Reflect::get(&js_sys::global(), &"crypto".into()).ok()?;
+    let get = Reflect::get(&crypto, &"getRandomValues".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
+    let buf = Uint8Array::new_with_length(POOL_BYTES);
+    get.call1(&crypto, &buf).ok()?;
+    Some(buf.to_vec())
+}
+
+/// A fresh UUID v4 as text.
+#[must_use]
+pub fn new_id() -> String {
+    let bytes = POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        if pool.len() < 16 {
+            *pool = fetch()?;
+        }
+        let at = pool.len() - 16;
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&pool[at..]);
+        pool.truncate(at);
+        Some(b)
+    });
+    match bytes {
+        Some(b) => uuid::Builder::from_random_bytes(b).into_uuid().to_string(),
+        // No `crypto` object to call: uuid's own source (getrandom) says why, or works.
+        None => uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_id;
+    use std::collections::HashSet;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    #[wasm_bindgen_test]
+    fn ids_are_uuid_v4_and_never_repeat_across_refills_of_the_pool() {
+        let ids: Vec<String> = (0..200).map(|_| new_id()).collect(); // three refills
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 200);
+        for id in &ids {
+            let u = uuid::Uuid::parse_str(id).expect("a UUID");
+            assert_eq!(u.get_version_num(), 4, "{id}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{id}");
+        }
+    }
+}
