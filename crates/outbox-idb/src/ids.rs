@@ -38,11 +38,10 @@ pub fn new_id() -> String {
         pool.truncate(at);
         Some(b)
     });
-    match bytes {
-        Some(b) => uuid::Builder::from_random_bytes(b).into_uuid().to_string(),
-        // No `crypto` object to call: uuid's own source (getrandom) says why, or works.
-        None => uuid::Uuid::new_v4().to_string(),
-    }
+    // No `crypto` to call (every browser, worker and Node 20 has it): `Math.random`, which
+    // still makes ids that never repeat in practice, only guessable ones.
+    let b = bytes.unwrap_or_else(|| std::array::from_fn(|_| (js_sys::Math::random() * 256.0) as u8));
+    uuid::Builder::from_random_bytes(b).into_uuid().to_string()
 }
 
 #[cfg(test)]
