@@ -358,9 +358,10 @@ fn s8_a_flush_attempts_each_row_once_even_when_it_may_be_retried_at_once() {
     assert_eq!((rep.claimed, rep.succeeded, rep.deferred), (2, 1, 1));
 }
 
-#[test]
-fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_among_them() {
-    let store = queue_of(8);
+/// A flush (2 rows in flight) that read `store` and asks to claim its first two rows.
+fn first_batch_of_two(
+    store: &MemStore,
+) -> (Flush, Outstanding, outbox_core::Millis, outbox_core::Token, Vec<outbox_core::Scope>) {
     let mut out = Outstanding::new();
     let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
     opts.concurrency = 2;
@@ -369,6 +370,13 @@ fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_am
     let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
     f.handle_rows(token, &store.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
     let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("claims r0, r1") };
+    (f, out, now, token, scopes)
+}
+
+#[test]
+fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_among_them() {
+    let store = queue_of(8);
+    let (mut f, mut out, now, token, scopes) = first_batch_of_two(&store);
     // Meanwhile another tab claimed r0 and r1 and finished r2..r5 (deleted).
     let mut later = MemStore::new();
     for i in [0, 1, 6, 7] {
@@ -399,14 +407,7 @@ fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_am
 #[test]
 fn ids_that_leave_nothing_of_the_list_make_it_read_the_queue_again() {
     let store = queue_of(4);
-    let mut out = Outstanding::new();
-    let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
-    opts.concurrency = 2;
-    let mut f = Flush::new(opts, &mut out);
-    let now = outbox_core::Millis(T0 + 10);
-    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
-    f.handle_rows(token, &store.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
-    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("claims r0, r1") };
+    let (mut f, mut out, now, token, scopes) = first_batch_of_two(&store);
     let gone = MemStore::new(); // another tab sent every row
     let r = gone.clone().transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
     f.handle_written(token, r, &mut out);
