@@ -426,8 +426,8 @@ fn outer(a: Option<usize>, b: Option<usize>) -> Option<usize> {
     }
 }
 
-/// A finite number as JSON, integers as integers (as `serde_wasm_bindgen` reads them, so
-/// rows read before and after this walker compare equal).
+/// A finite number as JSON, safe integers as integers (as serde-wasm-bindgen, which read
+/// rows before this walker, read them: rows read by either compare equal).
 fn number(n: f64) -> Value {
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
     if n.fract() == 0.0 && n.abs() <= MAX_SAFE {
