@@ -199,7 +199,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     // Per sim tab, the sends in the air (same order as its `air`): (owner, target).
     let mut in_air: Vec<Vec<(String, String)>> = vec![vec![]; TABS];
     // Per sim tab, the running flush's (maxRows, concurrency).
-    let mut flush_limits: Vec<(u64, usize)> = vec![(u64::MAX, 4); TABS];
+    let mut flush_limits: Vec<(u64, usize)> = vec![(u64::MAX, outbox_core::flush::DEFAULT_CONCURRENCY); TABS];
     // Per sim tab, the running flush's deadline.
     let mut flush_deadline: Vec<Option<Millis>> = vec![None; TABS];
     let mut older = 0;
@@ -274,7 +274,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
                         o.deadline = flush_deadline[tab];
                     });
                     flush_owner[tab] = Some(OWNERS[owner].to_owned());
-                    flush_limits[tab] = limits.unwrap_or((u64::MAX, 4));
+                    flush_limits[tab] = limits.unwrap_or((u64::MAX, outbox_core::flush::DEFAULT_CONCURRENCY));
                 }
             }
             Act::Step { tab, pick, answer } => {
