@@ -200,6 +200,8 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             let ids = inner.store.read_owner_ids(&owner).await?;
             flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, &mut inner.outstanding.borrow_mut());
         }
+        // `run` gathers writes for its one transaction at a time; a write handed here
+        // alone still goes the same way.
         Request::Write { token, scopes } => {
             let owner = flush.borrow().owner().to_owned();
             write_together(inner, flush, ports, owner, vec![(token, scopes)]).await?;

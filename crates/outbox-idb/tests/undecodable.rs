@@ -158,34 +158,34 @@ async fn assert_reports_every_bad_row(db: &str) {
     assert_eq!(m["undecodable"], expected_bad().len());
 }
 
+/// Another writer puts the good rows and then the bad ones into `db` (at `version`, when
+/// given); every bad row is reported, nothing is changed.
+async fn reported_among_good_ones(db: &str, version: Option<u32>) {
+    put_raw(db, version, GOOD).await;
+    put_raw(db, version, BAD).await;
+    assert_reports_every_bad_row(db).await;
+}
+
 #[wasm_bindgen_test]
 async fn every_kind_of_undecodable_row_another_writer_puts_among_150_good_ones_is_reported_and_untouched() {
     let db = db_name("undec-many");
     drop(open(&db, "tab-a").await);
-    put_raw(&db, None, GOOD).await;
-    put_raw(&db, None, BAD).await;
-    assert_reports_every_bad_row(&db).await;
+    reported_among_good_ones(&db, None).await;
 }
 
 #[wasm_bindgen_test]
 async fn bad_rows_already_in_a_version_1_database_are_reported_after_the_upgrade() {
     // Version 1 had the store only; opening upgrades it to this version's schema.
-    let db = db_name("undec-upgrade");
-    put_raw(&db, Some(1), GOOD).await;
-    put_raw(&db, Some(1), BAD).await;
-    assert_reports_every_bad_row(&db).await;
+    reported_among_good_ones(&db_name("undec-upgrade"), Some(1)).await;
 }
 
 #[wasm_bindgen_test]
 async fn bad_rows_in_a_database_a_newer_version_upgraded_without_our_indexes_are_reported() {
-    let db = db_name("undec-newer");
-    put_raw(&db, Some(10), GOOD).await;
-    put_raw(&db, Some(10), BAD).await;
-    assert_reports_every_bad_row(&db).await;
+    reported_among_good_ones(&db_name("undec-newer"), Some(10)).await;
 }
 
 #[wasm_bindgen_test]
-async fn the_cheap_check_never_clears_a_row_the_decoder_refuses() {
+async fn what_undecodable_reports_is_exactly_what_the_decoder_refuses_over_a_grid_of_odd_values() {
     // Every field of a good row replaced by each odd value (or deleted): what undecodable()
     // reports must be exactly what the decoder refuses, row for row.
     let db = db_name("undec-grid");
