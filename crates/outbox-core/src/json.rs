@@ -60,7 +60,8 @@ pub fn boolean(v: &Value) -> Result<bool, Error> {
 /// A float, a non-number, or an integer out of range.
 pub fn integer<T: TryFrom<i128>>(v: &Value, name: &str) -> Result<T, Error> {
     let n = match v {
-        Value::Number(n) if !n.is_f64() => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
+        // A float is neither (serde_json's `as_i64`/`as_u64` are `None` for it, even for 1.0).
+        Value::Number(n) => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
         _ => None,
     };
     let Some(n) = n else { return Err(invalid_type(v, name)) };
