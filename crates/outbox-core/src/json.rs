@@ -129,9 +129,9 @@ pub fn fields(
     }
 }
 
+/// serde's list of the expected names (never empty here: `unknown_field` says so first).
 fn one_of(names: &[&str]) -> String {
     match names {
-        [] => String::new(),
         [a] => format!("`{a}`"),
         [a, b] => format!("`{a}` or `{b}`"),
         _ => format!("one of {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),

@@ -128,3 +128,69 @@ fn the_usual_answers_and_mistakes() {
         agree(&v, Ticket::from_json(&v)).unwrap();
     }
 }
+
+/// Structs that refuse unknown fields, with 0 to 3 fields, read by `json::fields` as the
+/// binding reads the records declaration: serde's messages, name lists included.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct None0 {}
+#[derive(serde::Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct One {
+    a: Option<u32>,
+}
+#[derive(serde::Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Two {
+    a: Option<u32>,
+    b: Option<u32>,
+}
+#[derive(serde::Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Three {
+    a: Option<u32>,
+    b: Option<u32>,
+    c: Option<u32>,
+}
+
+/// The first error `json::fields` gives on `v` for a struct of `names` (fields `Option<u32>`).
+fn fields_error(v: &Value, expecting: &str, names: &[&str], deny: bool) -> Option<String> {
+    let defaulted = vec![true; names.len()];
+    outbox_core::json::fields(v, expecting, names, &defaulted, deny, |_, item| {
+        outbox_core::json::optional(item, |x| outbox_core::json::integer::<u32>(x, "u32")).map(|_| ())
+    })
+    .err()
+}
+
+#[test]
+fn unknown_fields_are_refused_with_serdes_list_of_names() {
+    let v = json!({"zz": 1});
+    let serde_says = |r: Result<(), String>| r.err();
+    assert_eq!(
+        fields_error(&v, "struct None0", &[], true),
+        serde_says(serde_json::from_value::<None0>(v.clone()).map(|_| ()).map_err(|e| e.to_string()))
+    );
+    assert_eq!(
+        fields_error(&v, "struct One", &["a"], true),
+        serde_says(serde_json::from_value::<One>(v.clone()).map(|_| ()).map_err(|e| e.to_string()))
+    );
+    assert_eq!(
+        fields_error(&v, "struct Two", &["a", "b"], true),
+        serde_says(serde_json::from_value::<Two>(v.clone()).map(|_| ()).map_err(|e| e.to_string()))
+    );
+    assert_eq!(
+        fields_error(&v, "struct Three", &["a", "b", "c"], true),
+        serde_says(serde_json::from_value::<Three>(v.clone()).map(|_| ()).map_err(|e| e.to_string()))
+    );
+    assert!(fields_error(&v, "struct Three", &["a", "b", "c"], true).is_some_and(|e| e.contains("`zz`")));
+    assert_eq!(fields_error(&v, "struct Three", &["a", "b", "c"], false), None, "kept when not denied");
+}
+
+#[test]
+fn a_sequence_reads_every_element_and_refuses_what_is_not_an_array() {
+    let read = |v: &Value| outbox_core::json::sequence(v, |x| outbox_core::json::integer::<u32>(x, "u32"));
+    assert_eq!(read(&json!([1, 2, 3])), Ok(vec![1, 2, 3]));
+    assert_eq!(read(&json!([])), Ok(vec![]));
+    assert_eq!(read(&json!({"a": 1})), serde_json::from_value::<Vec<u32>>(json!({"a": 1})).map_err(|e| e.to_string()));
+    assert_eq!(read(&json!([1, "x"])), serde_json::from_value::<Vec<u32>>(json!([1, "x"])).map_err(|e| e.to_string()));
+}
