@@ -57,10 +57,10 @@ fn compress(h: &mut [u32; 8], block: &[u8]) {
     for i in 0..64 {
         let [a, b, c, d, e, f, g, hh] = v;
         let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-        let ch = (e & f) ^ (!e & g);
+        let ch = ch(e, f, g);
         let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
         let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-        let maj = (a & b) ^ (a & c) ^ (b & c);
+        let maj = maj(a, b, c);
         let t2 = s0.wrapping_add(maj);
         v = [t1.wrapping_add(t2), a, b, c, d.wrapping_add(t1), e, f, g];
     }
@@ -108,4 +108,14 @@ mod tests {
             assert_eq!(sha256(&data[..n]).as_slice(), sha2::Sha256::digest(&data[..n]).as_slice(), "length {n}");
         }
     }
+}
+
+/// SHA-256's Ch: `f` where `e` is set, else `g` (FIPS 180-4 §4.1.2).
+fn ch(e: u32, f: u32, g: u32) -> u32 {
+    (e & f) ^ (!e & g)
+}
+
+/// SHA-256's Maj: each bit set in two of the three at least (FIPS 180-4 §4.1.2).
+fn maj(a: u32, b: u32, c: u32) -> u32 {
+    (a & b) ^ (a & c) ^ (b & c)
 }
