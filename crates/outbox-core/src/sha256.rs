@@ -81,6 +81,16 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// SHA-256's Ch: `f` where `e` is set, else `g` (FIPS 180-4 §4.1.2).
+fn ch(e: u32, f: u32, g: u32) -> u32 {
+    (e & f) ^ (!e & g)
+}
+
+/// SHA-256's Maj: each bit set in two of the three at least (FIPS 180-4 §4.1.2).
+fn maj(a: u32, b: u32, c: u32) -> u32 {
+    (a & b) ^ (a & c) ^ (b & c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,14 +118,4 @@ mod tests {
             assert_eq!(sha256(&data[..n]).as_slice(), sha2::Sha256::digest(&data[..n]).as_slice(), "length {n}");
         }
     }
-}
-
-/// SHA-256's Ch: `f` where `e` is set, else `g` (FIPS 180-4 §4.1.2).
-fn ch(e: u32, f: u32, g: u32) -> u32 {
-    (e & f) ^ (!e & g)
-}
-
-/// SHA-256's Maj: each bit set in two of the three at least (FIPS 180-4 §4.1.2).
-fn maj(a: u32, b: u32, c: u32) -> u32 {
-    (a & b) ^ (a & c) ^ (b & c)
 }
