@@ -42,7 +42,7 @@ pub fn write_canonical(out: &mut String, value: &Value) {
         }
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            crate::sort::stable_by(&mut keys, |a, b| a.encode_utf16().cmp(b.encode_utf16()));
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {

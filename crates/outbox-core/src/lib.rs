@@ -51,6 +51,7 @@ pub mod retry;
 pub mod row;
 pub mod select;
 mod sha256;
+pub mod sort;
 pub mod tab;
 pub mod time;
 

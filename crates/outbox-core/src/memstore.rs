@@ -67,7 +67,7 @@ impl MemStore {
     #[must_use]
     pub fn read_owner(&self, owner: &str) -> Vec<Value> {
         let mut out: Vec<Value> = self.rows.values().filter(|r| stored_is_owned(owner, r)).cloned().collect();
-        out.sort_by_key(stored_order_key);
+        crate::sort::stable_by_key(&mut out, stored_order_key);
         out
     }
 

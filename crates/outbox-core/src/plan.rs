@@ -80,8 +80,8 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
     }
     let mut a: Vec<&Value> = expected.iter().collect();
     let mut b: Vec<&Value> = current.iter().collect();
-    a.sort_by_key(|v| key_string(v));
-    b.sort_by_key(|v| key_string(v));
+    crate::sort::stable_by_key(&mut a, |v| key_string(v));
+    crate::sort::stable_by_key(&mut b, |v| key_string(v));
     a.iter().zip(b.iter()).all(|(x, y)| x == y)
 }
 

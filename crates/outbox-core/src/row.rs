@@ -255,7 +255,7 @@ pub fn send_order(a: &Row, b: &Row) -> Ordering {
 /// no planner writes, falls back to plain order.
 #[must_use]
 pub fn chain_order<T>(mut items: Vec<T>, row: impl Fn(&T) -> &Row) -> Vec<T> {
-    items.sort_by(|a, b| send_order(row(a), row(b)));
+    crate::sort::stable_by(&mut items, |a, b| send_order(row(a), row(b)));
     let mut ordered = Vec::with_capacity(items.len());
     while !items.is_empty() {
         let waits = |r: &Row| r.successor_of.as_ref().is_some_and(|p| items.iter().any(|w| &row(w).id == p));

@@ -93,5 +93,5 @@ pub fn holding_index(stored: &[Stored]) -> HashMap<&str, bool> {
 
 /// Sorts rows by `(savedAt, id)` ([`crate::row::send_order`]).
 pub fn sort_rows(rows: &mut [&Row]) {
-    rows.sort_by(|a, b| send_order(a, b));
+    crate::sort::stable_by(rows, |a, b| send_order(a, b));
 }
