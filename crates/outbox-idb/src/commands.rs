@@ -17,7 +17,7 @@ use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
 use outbox_core::records::{enqueue_records, parse_writes, row_records, WriteInput};
 use outbox_core::row::{find_stored as find, stored_order_key};
-use outbox_core::{decode, encode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
+use outbox_core::{decode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
@@ -56,8 +56,8 @@ async fn with_records<'a>(
         plan.records = writes;
         Some(plan)
     });
-    let (r, changed) = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port).await?;
-    Ok((r.first() == Some(&Some(ReplaceOutcome::Committed)), changed))
+    let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &[]).await?;
+    Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
 }
 
 /// A required app store name.
@@ -131,18 +131,26 @@ impl Outbox {
             let port = RecordPort { stores: AppStores::of(&records), reconcile: None };
             let mut stored = None;
             let scopes = vec![enqueue_scope(&op, &id)];
+            // Planned against an empty scope first, what almost every enqueue finds: that row
+            // is put with the scope's read, and stands if the read finds the scope empty.
+            let guess = plan_enqueue(&op, &id, &reissue, &[], &inner.tab, now);
+            let early = guess.plan.puts.clone();
             let planner: Planner<'_> = Box::new(|rows| {
-                let mut p = plan_enqueue(&op, &id, &reissue, rows, &inner.tab, now);
+                let mut p =
+                    if rows.is_empty() { guess } else { plan_enqueue(&op, &id, &reissue, rows, &inner.tab, now) };
                 p.plan.records = records.clone();
-                stored = Some(p.row.as_ref().map(encode));
+                stored = Some(p.row.as_ref().map(|r| r.id.clone()));
                 Some(p.plan)
             });
-            let (r, changed) = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port).await?;
-            if r.first() != Some(&Some(ReplaceOutcome::Committed)) {
+            let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &early).await?;
+            if done.outcomes.first() != Some(&Some(ReplaceOutcome::Committed)) {
                 return Err(OutboxError::storage("enqueue", &"the scope changed inside its own transaction".into()));
             }
-            inner.notifier.changed_records("enqueue", Some(&op.owner), &changed);
-            Ok(stored.flatten().map_or(JsValue::NULL, |v| row_to_js(&v)))
+            inner.notifier.changed_records("enqueue", Some(&op.owner), &done.changed);
+            // The row as put: the same value `rows` would read back (IndexedDB keeps its own
+            // copy, so the app may change this one).
+            let row = stored.flatten().and_then(|id| done.puts.into_iter().find(|(i, _)| *i == id));
+            Ok(row.map_or(JsValue::NULL, |(_, js)| js))
         })
     }
 
@@ -214,7 +222,7 @@ impl Outbox {
                     Stored::Undecodable(u) => u.owner.as_deref() == Some(&owner),
                 })
                 .collect();
-            out.sort_by_key(|(raw, _)| stored_order_key(raw));
+            outbox_core::sort::stable_by_key(&mut out, |(raw, _)| stored_order_key(raw));
             let out: Array = out
                 .iter()
                 .map(|(raw, stored)| match stored {

@@ -171,9 +171,10 @@ async fn write_together(
         stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
         reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
     };
-    let (results, changed) = inner.store.transact_records(items, Durability::Default, &port).await?;
+    let done = inner.store.transact_records(items, Durability::Default, &port, &[]).await?;
+    let results = done.outcomes;
     if results.contains(&Some(ReplaceOutcome::Committed)) {
-        inner.notifier.changed_records("flush", Some(&owner), &changed);
+        inner.notifier.changed_records("flush", Some(&owner), &done.changed);
     }
     let conflicts_before = flush.borrow().report().counters.conflicts;
     for ((token, _), result) in writes.iter().zip(results) {

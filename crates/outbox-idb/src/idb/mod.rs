@@ -8,5 +8,6 @@ pub mod records;
 pub mod request;
 pub mod schema;
 pub mod store;
+mod view;
 
 pub use store::{Durability, Store};

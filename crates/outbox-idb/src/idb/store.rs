@@ -7,10 +7,11 @@ use super::connection::Connection;
 use super::records::{self, AppStores, Changed};
 use super::request::{completion, request};
 use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
+use super::view::{self, View};
 use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::Array;
-use outbox_core::plan::{matches_expected, rows_in_scopes};
+use outbox_core::plan::matches_expected;
 use outbox_core::records::{Reconcile, RecordWrite};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use serde_json::Value;
@@ -18,6 +19,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{IdbDatabase, IdbKeyRange, IdbObjectStore, IdbTransaction, IdbTransactionMode};
 
 #[wasm_bindgen]
@@ -33,6 +35,13 @@ extern "C" {
         mode: &str,
         options: &JsValue,
     ) -> std::result::Result<IdbTransaction, JsValue>;
+
+    /// An `IDBTransaction` seen through `commit()`, which web-sys marks deprecated.
+    type CommittableTransaction;
+
+    /// Throws (a `TypeError`) in an engine without it, which is then left to commit on its own.
+    #[wasm_bindgen(method, catch, js_name = commit)]
+    fn commit_now(this: &CommittableTransaction) -> std::result::Result<(), JsValue>;
 }
 
 /// How hard a commit must be flushed to disk.
@@ -264,7 +273,7 @@ impl Store {
         items: Vec<(Vec<Scope>, Planner<'_>)>,
         durability: Durability,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
-        Ok(self.transact_records(items, durability, &RecordPort::default()).await?.0)
+        Ok(self.transact_records(items, durability, &RecordPort::default(), &[]).await?.outcomes)
     }
 
     /// [`Store::transact_many`] with the app's records: the transaction also covers
@@ -274,6 +283,10 @@ impl Store {
     /// stale one (the row stays claimed; it is sent again after the lease). Returns the
     /// records changed, for the cross-tab notice.
     ///
+    /// `early`: rows under fresh ids to put right after the reads are issued, a guess at what
+    /// the plans will write ([`super::view`]); what the plans do not write as guessed is
+    /// undone in the same transaction.
+    ///
     /// # Errors
     /// As [`Store::transact_many`]; `INVALID_ARGUMENT` when IndexedDB refuses a record
     /// write (nothing at all is written).
@@ -282,17 +295,29 @@ impl Store {
         items: Vec<(Vec<Scope>, Planner<'_>)>,
         durability: Durability,
         port: &RecordPort<'_>,
-    ) -> Result<(Vec<Option<ReplaceOutcome>>, Vec<Changed>)> {
+        early: &[Value],
+    ) -> Result<Transacted> {
         let tx = self.transaction_over(IdbTransactionMode::Readwrite, durability, &port.stores).await?;
         let abort = AbortOnDrop(Some(&tx));
-        let done = completion(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
         for (scopes, _) in &items {
             read.extend(scopes.iter().filter(|s| !read.contains(s)).cloned().collect::<Vec<_>>());
         }
         let mut view = View::default();
-        view.load(read_scopes(&store, &read).await?);
+        let reads = issue_reads(&store, &read)?;
+        // Listened for once the reads are on their way (before this task yields, so the
+        // transaction cannot have ended yet).
+        let done = completion(&tx);
+        let mut puts = Vec::new();
+        for row in early {
+            // Requests run in order: the reads above do not see these.
+            let id = view::key(row);
+            let js = stored_to_js(&id, row).and_then(|js| store.put(&js).map(|_| js));
+            puts.push((id, js.map_err(|e| OutboxError::storage("write", &e))?));
+            view.early(row);
+        }
+        view.load(await_reads(reads).await?);
         let mut results = Vec::with_capacity(items.len());
         let mut record_writes = Vec::new();
         for (scopes, planner) in items {
@@ -306,7 +331,7 @@ impl Store {
             let missing: Vec<Scope> =
                 plan.scopes.iter().filter(|s| !read.contains(s) && !view.knows(s)).cloned().collect();
             if !missing.is_empty() {
-                view.load(read_scopes(&store, &missing).await?);
+                view.load(await_reads(issue_reads(&store, &missing)?).await?);
                 read.extend(missing);
             }
             if !matches_expected(&plan.expected, &view.rows(&plan.scopes)) {
@@ -330,20 +355,40 @@ impl Store {
             record_writes.extend(writes);
             results.push(Some(ReplaceOutcome::Committed));
         }
-        for (id, value) in &view.writes {
+        let (writes, stand) = view.finish();
+        puts.retain(|(id, _)| stand.contains(id));
+        for (id, value) in &writes {
             match value {
-                None => store.delete(&JsValue::from_str(id)),
+                None => store.delete(&JsValue::from_str(id)).map(drop),
                 // Markers become the stored values they stand for again (SPEC §3 rule 2). A
                 // failure returns early: the armed guard aborts, so nothing is half-written.
-                Some(v) => stored_to_js(id, v).and_then(|js| store.put(&js)),
+                Some(v) => stored_to_js(id, v).and_then(|js| {
+                    store.put(&js)?;
+                    puts.push((id.clone(), js));
+                    Ok(())
+                }),
             }
             .map_err(|e| OutboxError::storage("write", &e))?;
         }
         let changed = records::apply(&tx, &record_writes).await?;
         abort.disarm();
+        // Everything is issued: ask for the commit now, not when this task's microtasks have
+        // run out, so that the disk's work starts while the caller's goes on.
+        let _ = tx.unchecked_ref::<CommittableTransaction>().commit_now();
         done.await.map_err(|e| OutboxError::storage("commit", &e))?;
-        Ok((results, changed))
+        Ok(Transacted { outcomes: results, changed, puts })
     }
+}
+
+/// What a committed [`Store::transact_records`] did.
+pub struct Transacted {
+    /// Each replace's outcome, in order (`None`: its planner planned nothing).
+    pub outcomes: Vec<Option<ReplaceOutcome>>,
+    /// The app records written, for the cross-tab notice.
+    pub changed: Vec<Changed>,
+    /// The rows put, by id, as the values given to IndexedDB (which stored a copy): what
+    /// the app is shown of a row just written, without building it again.
+    pub puts: Vec<(String, JsValue)>,
 }
 
 /// Aborts a readwrite transaction when dropped armed: a replace that fails after some of
@@ -419,69 +464,17 @@ pub struct RecordPort<'a> {
 /// A planner called inside a transaction with the rows of its scopes.
 pub type Planner<'a> = Box<dyn FnOnce(&[Value]) -> Option<ReplacePlan> + 'a>;
 
-/// The rows a transaction read, as changed by the replaces planned so far in it.
-#[derive(Default)]
-struct View {
-    rows: Vec<(String, Value)>,
-    /// Final write per key, in first-touched order (`None`: delete).
-    writes: Vec<(String, Option<Value>)>,
-}
-
-fn key(row: &Value) -> String {
-    row.get("id").and_then(Value::as_str).map_or_else(|| outbox_core::plan::key_string(row), str::to_owned)
-}
-
-impl View {
-    /// Adds rows read from the store, unless this transaction already wrote their key.
-    fn load(&mut self, rows: Vec<Value>) {
-        for r in rows {
-            let k = key(&r);
-            if !self.writes.iter().any(|(w, _)| *w == k) && !self.rows.iter().any(|(x, _)| *x == k) {
-                self.rows.push((k, r));
-            }
-        }
-    }
-
-    /// True when `scope` is one row's id and this transaction has read or written that row:
-    /// the view then holds it exactly as it is now.
-    fn knows(&self, scope: &Scope) -> bool {
-        match scope {
-            Scope::Id(id) => self.rows.iter().any(|(k, _)| k == id) || self.writes.iter().any(|(k, _)| k == id),
-            Scope::Target { .. } => false,
-        }
-    }
-
-    fn rows(&self, scopes: &[Scope]) -> Vec<Value> {
-        rows_in_scopes(self.rows.iter().map(|(_, v)| v), scopes)
-    }
-
-    fn set(&mut self, k: String, value: Option<Value>) {
-        self.rows.retain(|(x, _)| *x != k);
-        if let Some(v) = &value {
-            self.rows.push((k.clone(), v.clone()));
-        }
-        match self.writes.iter_mut().find(|(w, _)| *w == k) {
-            Some(w) => w.1 = value,
-            None => self.writes.push((k, value)),
-        }
-    }
-
-    fn apply(&mut self, plan: &ReplacePlan) {
-        for id in &plan.deletes {
-            self.set(id.clone(), None);
-        }
-        for put in &plan.puts {
-            self.set(key(put), Some(put.clone()));
-        }
-    }
-}
-
 fn object_store(tx: &IdbTransaction) -> Result<IdbObjectStore> {
     tx.object_store(STORE).map_err(|e| OutboxError::storage("object store", &e))
 }
 
 /// Issues every scope's read at once, then awaits them (all requests of this transaction).
 async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Value>> {
+    await_reads(issue_reads(store, scopes)?).await
+}
+
+/// Issues every scope's read, in order.
+fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<JsFuture>> {
     let mut pending = Vec::with_capacity(scopes.len());
     for scope in scopes {
         let req = match scope {
@@ -493,6 +486,11 @@ async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Val
         .map_err(|e| OutboxError::storage("read", &e))?;
         pending.push(request(&req));
     }
+    Ok(pending)
+}
+
+/// The rows the reads `pending` returned, each once.
+async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for p in pending {
         out.extend(values(p.await.map_err(|e| OutboxError::storage("read", &e))?)?);
@@ -502,7 +500,7 @@ async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Val
 
 fn dedup(rows: &[Value]) -> Vec<&Value> {
     let mut seen = HashSet::new();
-    rows.iter().filter(|r| seen.insert(key(r))).collect()
+    rows.iter().filter(|r| seen.insert(view::key(r))).collect()
 }
 
 fn values(array: JsValue) -> Result<Vec<Value>> {

@@ -1,0 +1,100 @@
+//! What one replace transaction knows of the queue: the rows it read, as changed by the
+//! plans made so far in it, and the rows it wrote **early**, with its reads.
+//!
+//! An early row is a guess, written so that IndexedDB stores it while the reads are still
+//! on their way: an enqueue plans its new row against an empty scope before the
+//! transaction (what almost every enqueue meets) and puts it with the scope's read, instead
+//! of a round trip later. The guess is invisible to the plans: they see the store as it was
+//! before it (a later read that returns the row does not add it), and when the writes are
+//! issued an early row that no plan wrote as it is gets rewritten or deleted in the same
+//! transaction. So the transaction commits exactly what the plans asked for (SPEC §4).
+
+use outbox_core::plan::rows_in_scopes;
+use outbox_core::{ReplacePlan, Scope};
+use serde_json::Value;
+
+/// The key of a stored row: its id, or the planner's string of what stands for it.
+pub fn key(row: &Value) -> String {
+    row.get("id").and_then(Value::as_str).map_or_else(|| outbox_core::plan::key_string(row), str::to_owned)
+}
+
+#[derive(Default)]
+pub struct View {
+    rows: Vec<(String, Value)>,
+    /// Final write per key, in first-touched order (`None`: delete).
+    writes: Vec<(String, Option<Value>)>,
+    /// Rows put with the reads, before any plan: not rows of the store as read.
+    early: Vec<(String, Value)>,
+}
+
+impl View {
+    /// Notes `row`, put before the reads' results arrived: no plan sees it.
+    pub fn early(&mut self, row: &Value) {
+        self.early.push((key(row), row.clone()));
+    }
+
+    /// Adds rows read from the store, unless this transaction already wrote their key.
+    pub fn load(&mut self, rows: Vec<Value>) {
+        for r in rows {
+            let k = key(&r);
+            let written = self.writes.iter().any(|(w, _)| *w == k) || self.early.iter().any(|(e, _)| *e == k);
+            if !written && !self.rows.iter().any(|(x, _)| *x == k) {
+                self.rows.push((k, r));
+            }
+        }
+    }
+
+    /// True when `scope` is one row's id and this transaction has read or written that row:
+    /// the view then holds it exactly as it is now. (An early row's id is read: the row the
+    /// read returns is not loaded.)
+    pub fn knows(&self, scope: &Scope) -> bool {
+        match scope {
+            Scope::Id(id) => self.rows.iter().any(|(k, _)| k == id) || self.writes.iter().any(|(k, _)| k == id),
+            Scope::Target { .. } => false,
+        }
+    }
+
+    pub fn rows(&self, scopes: &[Scope]) -> Vec<Value> {
+        rows_in_scopes(self.rows.iter().map(|(_, v)| v), scopes)
+    }
+
+    fn set(&mut self, k: String, value: Option<Value>) {
+        self.rows.retain(|(x, _)| *x != k);
+        if let Some(v) = &value {
+            self.rows.push((k.clone(), v.clone()));
+        }
+        match self.writes.iter_mut().find(|(w, _)| *w == k) {
+            Some(w) => w.1 = value,
+            None => self.writes.push((k, value)),
+        }
+    }
+
+    pub fn apply(&mut self, plan: &ReplacePlan) {
+        for id in &plan.deletes {
+            self.set(id.clone(), None);
+        }
+        for put in &plan.puts {
+            self.set(key(put), Some(put.clone()));
+        }
+    }
+
+    /// The writes still to issue, in order, and the keys of the early rows that stand as
+    /// they were put. An early row the plans wrote otherwise is written again; one they
+    /// did not write at all is deleted (the store had no row by that key when it was read:
+    /// a fresh id).
+    pub fn finish(self) -> (Vec<(String, Option<Value>)>, Vec<String>) {
+        let mut writes = self.writes;
+        let mut stand = Vec::new();
+        for (k, row) in self.early {
+            match writes.iter().position(|(w, _)| *w == k) {
+                Some(i) if writes[i].1.as_ref() == Some(&row) => {
+                    writes.remove(i);
+                    stand.push(k);
+                }
+                Some(_) => {}
+                None => writes.push((k, None)),
+            }
+        }
+        (writes, stand)
+    }
+}
