@@ -81,10 +81,14 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
       }
     }
 
-    const strict = await floorA(context, page, S.small, S.runs, "strict");
-    const enq = await enqueue(context, page, S.small, S.runs);
-    add({ figure: `raw strict readwrite tx (index read + put), N=${n(S.small)} (${runsOf(strict)})`, value: perRow(strict.ms, S.small),
-          data: { n: S.small, ...strict } });
+    // The three take turns row by row (see bench/lib/outbox.ts): the target is against the
+    // raw transaction as issue 12 measured it, left to commit on its own.
+    const { raw: strict, rawCommit, enqueue: enq } = await enqueue(context, page, S.small, S.runs);
+    add({ figure: `raw strict readwrite tx (index read + put), N=${n(S.small)}, taking turns with enqueue (${runsOf(strict)})`,
+          value: perRow(strict.ms, S.small), data: { n: S.small, ...strict } });
+    add({ figure: `the same raw strict tx ending with commit(), N=${n(S.small)} (${runsOf(rawCommit)})`,
+          value: perRow(rawCommit.ms, S.small), ratio: `${times(rawCommit.ms / enq.ms)} (raw tx with commit() ÷ enqueue)`,
+          data: { n: S.small, ...rawCommit } });
     add({ figure: `enqueue (strict), N=${n(S.small)} (${runsOf(enq)})`, value: perRow(enq.ms, S.small),
           ratio: `${times(strict.ms / enq.ms)} (raw strict tx ÷ enqueue)`, target: "≥ ×0.9", met: strict.ms / enq.ms >= 0.9,
           data: { n: S.small, ...enq } });

@@ -29,12 +29,18 @@ function rawRow(owner, i, state) {
            body: { weight: i % 1000, note: NOTE }, fingerprint: "f".repeat(64), savedAt: i, state };
 }
 
-/** One readwrite transaction: the index read of the row's [owner, target], then a put. */
-function readPut(idb, owner, i, state, durability) {
+/**
+ * One readwrite transaction: the index read of the row's [owner, target], then a put.
+ * `commit`: end it with an explicit `commit()` instead of letting it commit on its own.
+ */
+function readPut(idb, owner, i, state, durability, commit = false) {
   const tx = idb.transaction("outbox", "readwrite", { durability });
   const s = tx.objectStore("outbox");
   const g = s.index("byOwnerTarget").getAll([owner, `workout:${i}`]);
-  g.onsuccess = () => s.put(rawRow(owner, i, state));
+  g.onsuccess = () => {
+    s.put(rawRow(owner, i, state));
+    if (commit) tx.commit();
+  };
   return txDone(tx);
 }
 
@@ -99,6 +105,32 @@ window.bench = {
       await this.outbox.enqueue({ owner, kind: "update", target: `workout:${i}`, body: { weight: i % 1000, note: NOTE } });
     }
     return performance.now() - t0;
+  },
+
+  /**
+   * `n` enqueues of `owner` taking turns, row by row, with two raw strict transactions (floor
+   * A with `durability: "strict"`, left to commit on its own, and the same ending with
+   * `commit()`) in the same database, so that all three meet the disk in the same state.
+   * The first `warm` turns are not timed (the page was just loaded: its code is not
+   * optimized yet). Returns the total ms of each over the `n` timed turns.
+   */
+  async enqueuePaired(owner, n, warm = 50) {
+    const idb = await openRaw(this.db);
+    const ms = { raw: 0, rawCommit: 0, enqueue: 0 };
+    for (let i = -warm; i < n; i++) {
+      if (i === 0) Object.keys(ms).forEach((k) => (ms[k] = 0));
+      const t0 = performance.now();
+      await readPut(idb, "floor", i, "queued", "strict");
+      const t1 = performance.now();
+      await readPut(idb, "floor-commit", i, "queued", "strict", true);
+      const t2 = performance.now();
+      await this.outbox.enqueue({ owner, kind: "update", target: `workout:${i}`, body: { weight: i % 1000, note: NOTE } });
+      ms.enqueue += performance.now() - t2;
+      ms.rawCommit += t2 - t1;
+      ms.raw += t1 - t0;
+    }
+    idb.close();
+    return ms;
   },
 
   /**
