@@ -10,6 +10,8 @@ engines=("$@"); [ ${#engines[@]} -eq 0 ] && engines=(firefox webkit)
 # The runner's limit is for a whole test file (default 20 s); values.rs walks a value of a
 # million parts, which takes Firefox and WebKit up to ~20 s in a debug build.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
+# The debug test build's wasm stack, as scripts/test.sh step 6 sets it (see there).
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C link-arg=-zstack-size=8388608}"
 caps="$(mktemp -d)"
 trap 'rm -rf "$caps"' EXIT
 
