@@ -107,16 +107,31 @@ async function updateRecord(target, patch, revision) {
   return row;
 }
 
-/** "Log a set": a command, so `merge: false` — two clicks offline are two sets online. */
-async function logSet(target, weight) {
-  const sets = ((await outbox.record(RECORDS, target))?.sets ?? 0) + 1;
-  const row = await outbox.enqueue(
-    { owner: session.user, kind: "update", target, body: { logSet: { weight } }, merge: false },
-    { writes: [{ store: RECORDS, patch: target, set: { sets } }] },
-  );
-  afterEdit();
-  return row;
+/** Runs read-then-write edits of this page one after another (a failed one does not stop the next). */
+let turns = Promise.resolve();
+function inTurn(edit) {
+  const run = turns.then(edit);
+  turns = run.catch(() => {});
+  return run;
 }
+
+/**
+ * "Log a set": a command, so `merge: false` — two clicks offline are two sets online.
+ * The count is read, then written by the enqueue: two transactions. Two quick clicks would
+ * both read the old count and both write count + 1, so the clicks take turns.
+ */
+function logSet(target, weight) {
+  return inTurn(async () => {
+    const sets = ((await outbox.record(RECORDS, target))?.sets ?? 0) + 1;
+    const row = await outbox.enqueue(
+      { owner: session.user, kind: "update", target, body: { logSet: { weight } }, merge: false },
+      { writes: [{ store: RECORDS, patch: target, set: { sets } }] },
+    );
+    afterEdit();
+    return row;
+  });
+}
+
 
 async function deleteRecord(target, revision) {
   const row = await outbox.enqueue(

@@ -86,10 +86,15 @@ test("a person clicks 'Log a set' twice offline and sees two sets once online", 
   const row = page.locator("#records tbody tr", { hasText: "workout:" });
   await expect(row).toContainText("0 sets", { timeout: 15_000 });
   await page.check("#offline");
-  await row.getByRole("button", { name: "Log a set" }).click();
-  await row.getByRole("button", { name: "Log a set" }).click();
+  // A quick double click: both clicks land before the first one's edit is written (each
+  // reads the count, then enqueues), so the page must let them take turns.
+  await row.getByRole("button", { name: "Log a set" }).evaluate((button) => {
+    (button as HTMLButtonElement).click();
+    (button as HTMLButtonElement).click();
+  });
   await expect(page.locator("#inspector tbody tr")).toHaveCount(2);
   await expect(row.locator("td.overlay")).toContainText("update +1 set @ 80 (queued), update +1 set @ 80 (queued)");
+  await expect(row).toContainText("2 sets"); // offline already: the local record counts both
   await page.uncheck("#offline");
   await expect(row).toContainText("2 sets", { timeout: 15_000 });
   await expect(page.locator("#inspector tbody tr")).toHaveCount(0);
