@@ -52,7 +52,15 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
         let pair: Array = e.unchecked_into();
         if let Some(k) = pair.get(0).as_string() {
             let v = pair.get(1);
-            out.push((k, v.as_string().unwrap_or_else(|| v.as_f64().map(|n| n.to_string()).unwrap_or_default())));
+            out.push((
+                k,
+                v.as_string().unwrap_or_else(|| {
+                    // A number as JavaScript writes it (`Retry-After: 120` given as `120`).
+                    v.as_f64()
+                        .map(|n| String::from(js_sys::Number::from(n).to_string_with_radix(10).unwrap_or_default()))
+                        .unwrap_or_default()
+                }),
+            ));
         }
     }
     Ok(out)

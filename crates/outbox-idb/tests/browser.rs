@@ -439,6 +439,11 @@ fn classify_http_reads_headers_objects_and_retry_after() {
     let out =
         from_js(&outbox_idb::classify_http_js(503.into(), headers, JsValue::NULL, T0.into()).unwrap(), "o").unwrap();
     assert_eq!(out, json!({"type": "transient", "code": "HTTP_503", "retryAfterMs": 3000}));
+    // A plain object's header may be a number: read as JavaScript writes it.
+    let headers = obj(json!({"Retry-After": 4}));
+    let out =
+        from_js(&outbox_idb::classify_http_js(503.into(), headers, JsValue::NULL, T0.into()).unwrap(), "o").unwrap();
+    assert_eq!(out, json!({"type": "transient", "code": "HTTP_503", "retryAfterMs": 4000}));
     let h = web_sys_headers(&[("idempotent-replayed", "true")]);
     let out =
         from_js(&outbox_idb::classify_http_js(200.into(), h, obj(json!({"id": 1})), JsValue::UNDEFINED).unwrap(), "o")

@@ -523,3 +523,18 @@ async fn replace_plans_from_the_rows_it_reads_inside_its_transaction() {
     assert!(results.iter().all(|r| *r == Some(ReplaceOutcome::Committed)), "{results:?}");
     assert_eq!(store.read(&scope).await.unwrap()[0]["body"]["n"], 8);
 }
+
+/// What the planner sees of a stored Date is a marker naming its time, written as Rust
+/// always wrote it (the digits of a whole number): a stored row reads the same across
+/// versions, and two Dates that differ never read as the same value.
+#[wasm_bindgen_test]
+fn a_stored_date_reads_as_a_marker_with_its_time_in_whole_digits() {
+    let stored = outbox_idb::convert::stored_from_js(&expr(
+        "{ a: new Date(1234567), b: new Date(8.64e15), c: new Date(-5), d: new Date(NaN) }",
+    ));
+    let marker = |k: &str| stored[k]["$outboxOpaque"].clone();
+    assert_eq!(marker("a"), "Date:1234567");
+    assert_eq!(marker("b"), "Date:8640000000000000");
+    assert_eq!(marker("c"), "Date:-5");
+    assert_eq!(marker("d"), "Date:NaN");
+}

@@ -358,8 +358,10 @@ impl Walker {
         let prop = |k: &str| Reflect::get(v, &k.into()).map(|p| text(&p)).unwrap_or_default();
         let (what, marker) = match tag.as_str() {
             "Date" => {
+                // The time as JavaScript writes it: for a Date (whole, below 2^53, or NaN) the
+                // digits Rust would write, without Rust's float formatting (14 KB of wasm).
                 let t = v.dyn_ref::<js_sys::Date>().map_or(f64::NAN, js_sys::Date::get_time);
-                ("a Date".to_owned(), format!("Date:{t}"))
+                ("a Date".to_owned(), format!("Date:{}", text(&JsValue::from(t))))
             }
             "Blob" => ("a Blob".into(), format!("Blob:{}:{}", prop("size"), prop("type"))),
             "File" => (
