@@ -17,9 +17,10 @@ cp npm/package.json npm/README.md npm/index.js npm/index.d.ts npm/inspector.js n
 sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 # wasm-pack's own wasm-opt is off (Cargo.toml): Debian's binaryen 108 emits modules that fail
 # at run time. The npm binaryen (v132) is used instead; features come from the module's
-# target_features section.
-echo "[build] wasm-opt -Oz (npm binaryen)"
-npx wasm-opt -Oz --strip-debug --strip-producers pkg/outbox_idb_bg.wasm -o pkg/outbox_idb_bg.opt.wasm
+# target_features section. `--converge` repeats the passes while they still shrink the
+# module (−0.8 KB gzip, about 20 s).
+echo "[build] wasm-opt -Oz --converge (npm binaryen)"
+npx wasm-opt -Oz --converge --strip-debug --strip-producers pkg/outbox_idb_bg.wasm -o pkg/outbox_idb_bg.opt.wasm
 mv pkg/outbox_idb_bg.opt.wasm pkg/outbox_idb_bg.wasm
 echo "[build] gate → target/release/outbox-gate"
 cargo build --release -p outbox-gate
