@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command against a throwaway PostgreSQL 15 cluster on loopback, then stops and
 # removes the cluster (also on failure or Ctrl-C). Installs PostgreSQL if missing. Usage:
-#   scripts/pg.sh cargo test -p outbox-gate -- --include-ignored
+#   scripts/pg.sh cargo test -p outbox-gate --features postgres-tests
 # The command sees DATABASE_URL (postgres://postgres@127.0.0.1:$PG_PORT/postgres).
 # PostgreSQL refuses to run as root: as root, the cluster runs as the `postgres` user that
 # Debian's package creates. PG_PORT picks the port (55432).

@@ -12,7 +12,7 @@ scripts/setup.sh all
 
 step "2/18 lint: cargo fmt --check, cargo clippy -D warnings (host and wasm32)"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy -p outbox-idb --target wasm32-unknown-unknown --all-targets -- -D warnings
 
 step "3/18 planner: unit, SPEC §13 acceptance and property tests (PROPTEST_CASES=${PROPTEST_CASES:-3000})"
@@ -22,7 +22,7 @@ step "4/18 planner builds for wasm32-unknown-unknown"
 cargo build -p outbox-core --target wasm32-unknown-unknown
 
 step "5/18 gate: library, demo server and the SPEC §14 conformance suite on SQLite and on PostgreSQL (a throwaway cluster on loopback: scripts/pg.sh)"
-scripts/pg.sh cargo test -p outbox-gate -- --include-ignored
+scripts/pg.sh cargo test -p outbox-gate --features postgres-tests
 
 step "6/18 binding: wasm-bindgen tests in headless Chromium on a real IndexedDB"
 # Debug test builds get an 8 MB wasm stack (the default is 1 MB, with no guard page): their
