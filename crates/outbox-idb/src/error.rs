@@ -1,6 +1,7 @@
 //! Errors thrown to JavaScript: real `Error` objects with a stable `code` the app can match
 //! (SPEC §15: `INVALID_ARGUMENT`, `STORAGE`, `CLOSED`, and `BLOCKED`, `QUOTA` for the two
-//! storage failures an app handles on its own: other tabs to close, a full disk).
+//! storage failures an app handles on its own: other tabs to close, a full disk;
+//! `INTERNAL` for a bug).
 
 use outbox_core::input::InputError;
 use std::fmt;
@@ -27,6 +28,9 @@ pub enum ErrorCode {
     /// this page declares: another tab runs a newer app. Nothing was opened or changed;
     /// reloading this page with the newer app opens it.
     SchemaNewer,
+    /// A bug in the module (a panic): the call that met it rejects with this and writes
+    /// nothing; other calls go on. The message is worth reporting.
+    Internal,
 }
 
 impl ErrorCode {
@@ -40,6 +44,7 @@ impl ErrorCode {
             ErrorCode::Blocked => "BLOCKED",
             ErrorCode::Quota => "QUOTA",
             ErrorCode::SchemaNewer => "SCHEMA_NEWER",
+            ErrorCode::Internal => "INTERNAL",
         }
     }
 }
@@ -100,6 +105,11 @@ impl OutboxError {
             )
         };
         OutboxError { code: ErrorCode::Blocked, message }
+    }
+
+    /// An `INTERNAL` error: a panic, with its message.
+    pub fn internal(message: String) -> OutboxError {
+        OutboxError { code: ErrorCode::Internal, message }
     }
 
     /// The `CLOSED` error.

@@ -16,6 +16,7 @@ mod ids;
 mod inner;
 mod notify;
 mod outbox;
+pub mod panic;
 mod pure;
 mod types;
 

@@ -11,7 +11,6 @@ use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
 /// A crash-safe, multi-tab offline outbox over one IndexedDB database.
 ///
@@ -34,8 +33,9 @@ where
 
 /// [`promise`] behind one type of future: `future_to_promise`'s machinery is built into
 /// the wasm module once, not once per exported method (about 28 KB raw, issue 12).
+/// A panic inside rejects it with `INTERNAL` ([`crate::panic`]).
 fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
-    future_to_promise(async move { fut.await.map_err(JsValue::from) })
+    crate::panic::guarded(fut)
 }
 
 /// Reads a required owner argument.

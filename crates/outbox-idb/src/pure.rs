@@ -124,17 +124,8 @@ pub fn is_row_in_flight_js(
     })
 }
 
-/// Runs when the module is instantiated: a panic is a bug, never an answer to bad input
-/// (that is a coded error), so its message goes to the console. Built with
-/// `panic = "abort"`, the panicking call traps (a sync call throws `RuntimeError:
-/// unreachable`; an async one never settles) and the instance goes on: other calls, old
-/// handles and new `Outbox.open`s keep working (checked by hand in Chromium, 200 panics in a
-/// row). wasm-bindgen's `schedule_reinit` would give a fresh instance instead, but the glue
-/// of 0.2.130 checks a handle's instance before the reinit runs, so the first call on an
-/// app's existing `Outbox` would run with a dangling pointer in the fresh instance.
+/// Runs when the module is instantiated: what a panic leaves behind is in [`crate::panic`].
 #[wasm_bindgen(start, private)]
 fn report_panics() {
-    std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(&format!("outbox-idb: internal error, please report it: {info}").into());
-    }));
+    crate::panic::install();
 }

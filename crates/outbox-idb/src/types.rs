@@ -121,9 +121,9 @@ export interface RecordsQuery {
  * The `code` of every error the package throws or rejects with. `NOT_INITIALIZED`: the
  * WebAssembly module is not loaded — `classifyHttp`, `selectSendable` or `isRowInFlight`
  * called before `await init()` (or `Outbox.open`, which loads it), or the module could not
- * be fetched or read.
+ * be fetched or read. `INTERNAL`: a bug in the module (a panic); the transaction it was writing is aborted.
  */
-export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED" | "SCHEMA_NEWER";
+export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED" | "SCHEMA_NEWER" | "INTERNAL";
 
 export interface EnqueueInput {
   owner: string;

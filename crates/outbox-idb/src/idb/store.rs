@@ -10,6 +10,7 @@ use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_T
 use super::view::{self, View};
 use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
+use crate::panic::Armed;
 use js_sys::Array;
 use outbox_core::plan::matches_expected;
 use outbox_core::records::{Reconcile, RecordWrite};
@@ -298,7 +299,10 @@ impl Store {
         early: &[Value],
     ) -> Result<Transacted> {
         let tx = self.transaction_over(IdbTransactionMode::Readwrite, durability, &port.stores).await?;
-        let abort = AbortOnDrop(Some(&tx));
+        // Until every write is issued, a failure, a dropped future or a panic aborts: IndexedDB
+        // would commit whatever was issued once control returns to the event loop (SPEC §4:
+        // all or nothing).
+        let abort = Armed::new(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
         for (scopes, _) in &items {
@@ -389,29 +393,6 @@ pub struct Transacted {
     /// The rows put, by id, as the values given to IndexedDB (which stored a copy): what
     /// the app is shown of a row just written, without building it again.
     pub puts: Vec<(String, JsValue)>,
-}
-
-/// Aborts a readwrite transaction when dropped armed: a replace that fails after some of
-/// its puts were issued (a value IndexedDB refuses, a full disk) or whose future is dropped
-/// must write nothing, but IndexedDB commits whatever was issued once control returns to
-/// the event loop (SPEC §4: all or nothing).
-struct AbortOnDrop<'a>(Option<&'a IdbTransaction>);
-
-impl AbortOnDrop<'_> {
-    /// Every write is issued: let the transaction commit.
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for AbortOnDrop<'_> {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0 {
-            // Fails only if it already finished: aborted by a failed request, or committed
-            // before any write was issued. Either way nothing of this replace was written.
-            let _ = tx.abort();
-        }
-    }
 }
 
 thread_local! {

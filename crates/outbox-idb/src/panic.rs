@@ -1,0 +1,127 @@
+//! What a panic leaves behind. A panic is a bug, never an answer to bad input (that is a
+//! coded error). The module is built with `panic = "abort"`: the panicking code traps, no
+//! destructor runs, and the future being polled is never polled again. So the hook
+//! installed here does, at the panic, what unwinding would have done:
+//!
+//! - it aborts every readwrite transaction whose writes are not all issued
+//!   ([`Armed`]); IndexedDB would otherwise commit the half that was (SPEC §4: all or
+//!   nothing);
+//! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
+//!   which would otherwise never settle;
+//! - it writes the message to `console.error`.
+//!
+//! The instance goes on: other calls, old handles and new `Outbox.open`s keep working
+//! (`tests/panic.rs`). wasm-bindgen's `schedule_reinit` would give a fresh instance
+//! instead, but the glue of 0.2.130 checks a handle's instance before the reinit runs, so
+//! the first call on an app's existing `Outbox` would run with a dangling pointer in the
+//! fresh instance.
+
+use crate::error::{OutboxError, Result};
+use js_sys::{Function, Promise};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
+use web_sys::IdbTransaction;
+
+thread_local! {
+    /// The `reject` of the API call whose future is being polled.
+    static POLLED: Cell<Option<Rc<Function>>> = const { Cell::new(None) };
+    /// Readwrite transactions with some writes issued and not all: a panic aborts them.
+    static ARMED: RefCell<Vec<IdbTransaction>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Installs the hook, in place of any other (once per instance, at start; again in a test,
+/// in place of the test harness's). After a panic the instance counts as panicking for
+/// good, which `set_hook` refuses: the hook already there stays.
+pub fn install() {
+    if std::thread::panicking() {
+        return;
+    }
+    std::panic::set_hook(Box::new(move |info| {
+        let message = format!("outbox-idb: internal error, please report it: {info}");
+        abort_armed();
+        if let Some(reject) = POLLED.with(Cell::take) {
+            let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.clone()).into());
+        }
+        web_sys::console::error_1(&message.into());
+    }));
+}
+
+fn abort_armed() {
+    // A panic while the list itself is borrowed leaves it as it is.
+    let armed = ARMED.with(|a| a.try_borrow_mut().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default());
+    for tx in armed {
+        // Fails only for a transaction that has already finished.
+        let _ = tx.abort();
+    }
+}
+
+/// A readwrite transaction that a panic, a failure or a dropped future aborts until
+/// [`Armed::disarm`] says every write is issued.
+pub(crate) struct Armed(Option<IdbTransaction>);
+
+impl Armed {
+    pub(crate) fn new(tx: &IdbTransaction) -> Armed {
+        ARMED.with(|a| a.borrow_mut().push(tx.clone()));
+        Armed(Some(tx.clone()))
+    }
+
+    /// Every write is issued: let the transaction commit.
+    pub(crate) fn disarm(mut self) {
+        if let Some(tx) = self.0.take() {
+            forget(&tx);
+        }
+    }
+}
+
+fn forget(tx: &IdbTransaction) {
+    ARMED.with(|a| a.borrow_mut().retain(|t| t != tx));
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            forget(&tx);
+            // Fails only if it already finished: aborted by a failed request, or committed
+            // before any write was issued. Either way nothing of this replace was written.
+            let _ = tx.abort();
+        }
+    }
+}
+
+/// A promise of `fut` that also rejects, with `INTERNAL`, when `fut` panics.
+pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
+    let mut fut = Some(fut);
+    Promise::new(&mut |resolve, reject| {
+        let reject = Rc::new(reject);
+        let call = Polled { fut: fut.take().expect("a promise's executor runs once"), reject: reject.clone() };
+        spawn_local(async move {
+            let _ = match call.await {
+                Ok(v) => resolve.call1(&JsValue::NULL, &v),
+                Err(e) => reject.call1(&JsValue::NULL, &e.into()),
+            };
+        });
+    })
+}
+
+/// A call's future, polled with its `reject` in [`POLLED`].
+struct Polled {
+    fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>,
+    reject: Rc<Function>,
+}
+
+impl Future for Polled {
+    type Output = Result<JsValue>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let outer = POLLED.with(|p| p.replace(Some(this.reject.clone())));
+        let out = this.fut.as_mut().poll(cx);
+        POLLED.with(|p| p.set(outer));
+        out
+    }
+}

@@ -1,0 +1,92 @@
+//! A panic (a bug) inside an API call (`src/panic.rs`): the replace it interrupts writes
+//! nothing, the call rejects with `INTERNAL` instead of never settling, and the instance
+//! goes on. Its own test binary: the hook installed here replaces the harness's.
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Promise};
+use outbox_core::{ReplacePlan, Scope};
+use outbox_idb::idb::store::{Planner, RecordPort, Store};
+use outbox_idb::idb::Durability;
+use serde_json::{json, Value};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+mod common;
+
+use common::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn row(id: &str, n: i64) -> Value {
+    json!({"id": id, "owner": "o", "target": "t", "kind": "update", "body": {"n": n}, "savedAt": n, "state": "queued"})
+}
+
+/// How `p` settles within 5 s: `Ok` with its value, `Err` with its reason, or a panic of
+/// this test if it has not settled by then.
+async fn settled(p: Promise) -> Result<JsValue, JsValue> {
+    let late = js("", "return new Promise((done) => setTimeout(() => done('not settled'), 5000));")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let out = JsFuture::from(Promise::race(&Array::of2(&p, &late))).await;
+    assert_ne!(
+        out.as_ref().ok().and_then(JsValue::as_string).as_deref(),
+        Some("not settled"),
+        "the call never settled"
+    );
+    out
+}
+
+/// A replace whose early row is put before its planner panics.
+fn panicking_replace(store: Rc<Store>) -> Promise {
+    outbox_idb::panic::guarded(Box::pin(async move {
+        let planner: Planner<'_> = Box::new(|_| panic!("a planner bug"));
+        store
+            .transact_records(
+                vec![(vec![Scope::target("o", "t")], planner)],
+                Durability::Strict,
+                &RecordPort::default(),
+                &[row("early", 1)],
+            )
+            .await?;
+        Ok(JsValue::UNDEFINED)
+    }))
+}
+
+#[wasm_bindgen_test]
+async fn a_panic_mid_replace_writes_nothing_and_rejects_the_call_with_internal() {
+    outbox_idb::panic::install();
+    let store = Store::open(&db_name("panic-replace")).await.unwrap();
+
+    let err = settled(panicking_replace(store.clone())).await.expect_err("a panic rejects the call");
+    assert_eq!(get(&err, "code").as_string().as_deref(), Some("INTERNAL"));
+    let message = get(&err, "message").as_string().unwrap();
+    assert!(message.contains("a planner bug"), "{message}");
+
+    // The early row was put before the panic; the transaction was aborted, not committed.
+    assert_eq!(store.read_all().await.unwrap(), Vec::<Value>::new());
+    // The store goes on: the next replace commits.
+    let put = ReplacePlan { puts: vec![row("next", 2)], ..Default::default() };
+    store.transact(&[], Durability::Default, |_| Some(put)).await.unwrap();
+    assert_eq!(store.read_all().await.unwrap(), vec![row("next", 2)]);
+}
+
+#[wasm_bindgen_test]
+async fn after_a_panic_other_outboxes_and_new_ones_keep_working() {
+    outbox_idb::panic::install();
+    let db = db_name("panic-goes-on");
+    let before = open(&db, "a").await;
+    for _ in 0..3 {
+        let store = Store::open(&db_name("panic-again")).await.unwrap();
+        let err = settled(panicking_replace(store)).await.expect_err("a panic rejects the call");
+        assert_eq!(get(&err, "code").as_string().as_deref(), Some("INTERNAL"));
+    }
+    let after = open(&db, "b").await;
+    for (outbox, target) in [(&before, "t1"), (&after, "t2")] {
+        let op = obj(json!({"owner": "o", "target": target, "kind": "create", "body": {}}));
+        settled(outbox.enqueue(op, JsValue::UNDEFINED)).await.expect("enqueue after a panic");
+    }
+    let rows = settled(after.rows(JsValue::from_str("o"))).await.unwrap();
+    assert_eq!(Array::from(&rows).length(), 2);
+}
