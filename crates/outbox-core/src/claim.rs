@@ -62,7 +62,8 @@ pub fn plan_claim(
     let pred_row = predecessor.map(|p| decode(p).ok());
     let pred_holds = |id: &str| -> Option<bool> {
         match &pred_row {
-            Some(Some(p)) if p.id == id => Some(holds_successors(p)),
+            // §11: another account's row is invisible here, as in its own owner's read.
+            Some(Some(p)) if p.id == id && owns(owner, p) => Some(holds_successors(p)),
             Some(None) => Some(true), // undecodable: exists, holds its successor
             _ => None,
         }

@@ -69,11 +69,16 @@ impl ClaimBatch {
         let mut plan = ReplacePlan::default();
         for c in &self.items {
             let pred_now = c.successor_of.as_deref().and_then(|p| find(current, p));
-            if find(current, &c.id) != Some(&c.raw) || pred_now != c.pred.as_ref() {
+            // A predecessor the round did not read (another owner's row, or an undecodable
+            // one outside the owner's queue) is no change by another tab: the claim below
+            // decides with it as it is. Counted stale, it would start the round again, and
+            // again, for as long as it stays.
+            let changed = c.pred.is_some() && pred_now != c.pred.as_ref();
+            if find(current, &c.id) != Some(&c.raw) || changed {
                 stale += 1;
                 continue;
             }
-            match plan_claim(&opts.owner, Some(&c.raw), c.pred.as_ref(), &opts.tab, now) {
+            match plan_claim(&opts.owner, Some(&c.raw), pred_now, &opts.tab, now) {
                 Ok(cp) => {
                     // The rows checked above are the claim's expected rows, as read.
                     for scope in cp.plan.scopes {
@@ -127,5 +132,50 @@ mod tests {
         assert_eq!(plan.expected, vec![a, b, p]);
         assert_eq!(plan.puts.len(), 2);
         assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (2, 0, 0));
+    }
+
+    fn batch_of(c: Candidate) -> ClaimBatch {
+        ClaimBatch { want: 1, items: vec![c], ..ClaimBatch::default() }
+    }
+
+    fn claim(batch: &mut ClaimBatch, current: &[Value]) -> Option<ReplacePlan> {
+        let opts = super::super::FlushOptions::new("alice", Tab::new("tab-a"));
+        batch.plan(&opts, current, crate::time::Millis(5))
+    }
+
+    #[test]
+    fn s8_a_predecessor_the_round_did_not_read_holds_its_successor_and_is_no_stale_claim() {
+        // `p` is undecodable (its `savedAt` is text), so the owner's queue read by `savedAt`
+        // did not list it; the claim's own read finds it.
+        let mut p = raw("p", "w:1", None);
+        p["savedAt"] = json!("2024-01-01");
+        let s = raw("s", "w:1", Some("p"));
+        let mut batch = batch_of(Candidate::new(s.clone(), None).unwrap());
+        assert_eq!(claim(&mut batch, &[s, p]), None, "an undecodable predecessor holds its successor");
+        assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (0, 0, 1));
+    }
+
+    #[test]
+    fn s11_another_owners_predecessor_is_invisible_to_the_claim() {
+        let mut p = raw("p", "w:1", None);
+        p["owner"] = json!("bob");
+        let s = raw("s", "w:1", Some("p"));
+        let mut batch = batch_of(Candidate::new(s.clone(), None).unwrap());
+        let plan = claim(&mut batch, &[s.clone(), p.clone()]).expect("claimed: bob's row is not alice's predecessor");
+        assert_eq!(plan.expected, vec![s, p], "both rows are still compared as read");
+        assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (1, 0, 0));
+    }
+
+    #[test]
+    fn s5_a_predecessor_gone_or_changed_since_the_round_read_it_is_a_stale_claim() {
+        let p = raw("p", "w:1", None);
+        let mut p_blocked = p.clone();
+        p_blocked["state"] = json!("blocked");
+        let s = raw("s", "w:1", Some("p"));
+        for now in [vec![s.clone()], vec![s.clone(), p.clone()]] {
+            let mut batch = batch_of(Candidate::new(s.clone(), Some(p_blocked.clone())).unwrap());
+            assert_eq!(claim(&mut batch, &now), None);
+            assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (0, 1, 0));
+        }
     }
 }
