@@ -129,6 +129,32 @@ fn s13_row3_late_answers_after_takeover_change_nothing_and_receipt_is_reported()
 }
 
 #[test]
+fn s6_an_answer_with_another_tabs_ticket_changes_nothing_even_when_the_row_carries_it() {
+    let mut w = World::new(2);
+    let c1 = w.enqueue(A, create("alice", json!({"n": 1}))).row.unwrap();
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut truthful);
+    let before = w.raw(&c1.id).unwrap();
+    let ticket = w.row(&c1.id).unwrap().ticket().unwrap();
+    assert_eq!(ticket.tab_id, w.tabs[A].tab.tab_id);
+
+    // Tab B answers with A's ticket, which matches the row's claim exactly.
+    let mut out = outbox_core::Outstanding::new();
+    let mut f = outbox_core::Flush::for_answer(
+        outbox_core::FlushOptions::new("alice", w.tabs[B].tab.clone()),
+        w.row(&c1.id).unwrap(),
+        ticket,
+        Outcome::success(json!({"serverId": "rec:1"})),
+        &mut out,
+    );
+    assert_eq!(f.poll_request(), None, "nothing to read or write");
+    assert!(f.is_done());
+    assert_eq!((f.report().applied, f.report().receipts.len()), (0, 0));
+    assert_eq!(w.raw(&c1.id).unwrap(), before);
+    assert!(out.is_empty());
+}
+
+#[test]
 fn s13_row4_edit_of_create_in_flight_becomes_intent_converted_before_delete() {
     let mut w = World::new(1);
     let c1 = w.enqueue(A, create("alice", json!({"name": "x"}))).row.unwrap();

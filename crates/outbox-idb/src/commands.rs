@@ -235,7 +235,8 @@ impl Outbox {
     }
 
     /// Claims one row (SPEC §5). Resolves with the ticket, or `null` when the row is stale,
-    /// in flight, another owner's or not sendable now.
+    /// in flight, another owner's, not sendable now, or of a record a flush of this tab is
+    /// sending (§8).
     #[wasm_bindgen(unchecked_return_type = "Promise<Ticket | null>")]
     pub fn claim(
         &self,
@@ -257,6 +258,11 @@ impl Outbox {
                 .transact(&scopes, Durability::Default, |cur| {
                     let p = pred.as_deref().and_then(|p| find(cur, p));
                     let cp = plan_claim(&owner, find(cur, &row_id), p, &inner.tab, now).ok()?;
+                    // §8: a record a flush of this tab is sending (a send that outlived its
+                    // lease, say) gets no second attempt from this tab.
+                    if inner.outstanding.borrow().holds(&owner, &cp.row.target) {
+                        return None;
+                    }
                     ticket = Some(cp.ticket);
                     Some(cp.plan)
                 })
@@ -272,7 +278,7 @@ impl Outbox {
     }
 
     /// Applies an answer the app obtained itself (SPEC §6): `"applied"`, or `"not-mine"`
-    /// when the row is gone or its claim is no longer this ticket's.
+    /// when the row is gone, its claim is no longer this ticket's, or the ticket is another tab's.
     #[wasm_bindgen(unchecked_return_type = "Promise<\"applied\" | \"not-mine\">")]
     pub fn ack(
         &self,

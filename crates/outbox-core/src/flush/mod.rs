@@ -158,6 +158,11 @@ impl Flush {
     #[must_use]
     pub fn for_answer(opts: FlushOptions, row: Row, ticket: Ticket, outcome: Outcome, out: &mut Outstanding) -> Flush {
         let mut f = Flush::empty(opts, out, Phase::Answering);
+        if ticket.tab_id != f.opts.tab.tab_id {
+            // §6: only this tab's own claim is answered here; another tab's ticket is not
+            // mine, whatever the row carries.
+            return f;
+        }
         let token = f.token();
         f.tasks.insert(token, Task::Sending { row, ticket, before: None });
         f.handle_sent(token, outcome, out);
