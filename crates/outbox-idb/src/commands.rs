@@ -305,7 +305,7 @@ impl Outbox {
             opts.has_prepare = ports.prepare_successor.is_some();
             opts.has_find = ports.find_create_receipt.is_some();
             let flush = Flush::for_answer(opts, row, ticket, outcome, &mut inner.outstanding.borrow_mut());
-            let report = drive(&inner, flush, &ports).await?;
+            let report = drive(&inner, flush, &ports).await.map_err(|f| f.error)?;
             Ok(JsValue::from_str(if report.applied > 0 { "applied" } else { "not-mine" }))
         })
     }

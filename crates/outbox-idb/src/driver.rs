@@ -89,22 +89,43 @@ async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsVal
     JsFuture::from(Promise::resolve(&ret)).await
 }
 
+/// A flush that failed part way, and what it had done until then: the answers it applied
+/// stay applied, and their receipts are in `report`.
+pub struct Failed {
+    pub error: OutboxError,
+    pub report: FlushReport,
+}
+
+impl From<Failed> for JsValue {
+    /// The error, with the report on it as `report`.
+    fn from(f: Failed) -> JsValue {
+        let e = JsValue::from(f.error);
+        let _ = Reflect::set(&e, &"report".into(), &to_js(&f.report));
+        e
+    }
+}
+
 /// Runs `flush` to its end. Whatever happens, the records it held in the tab's
 /// [`outbox_core::Outstanding`] are freed when it stops.
 ///
 /// # Errors
-/// `STORAGE` / `CLOSED` when IndexedDB fails; sends still outstanding are then abandoned
-/// (their rows stay claimed until the lease ends, then any tab resends them).
-pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
+/// `STORAGE` / `CLOSED` when IndexedDB fails, with the report so far; sends still
+/// outstanding are then abandoned (their rows stay claimed until the lease ends, then any
+/// tab resends them).
+pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::result::Result<FlushReport, Failed> {
     let id = flush.id();
-    let result = run(inner, flush, ports).await;
+    let flush = Rc::new(RefCell::new(flush));
+    let result = run(inner, &flush, ports).await;
     inner.outstanding.borrow_mut().end(id);
-    result
+    let report = flush.borrow().report().clone();
+    match result {
+        Ok(()) => Ok(report),
+        Err(error) => Err(Failed { error, report }),
+    }
 }
 
-async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushReport> {
-    let owner = flush.owner().to_owned();
-    let flush = Rc::new(RefCell::new(flush));
+async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
+    let owner = flush.borrow().owner().to_owned();
     // `true`: the future was the flush's write transaction.
     let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<bool>>> = FuturesUnordered::new();
     // Writes asked for while the flush's transaction runs wait for it and then go together
@@ -138,8 +159,7 @@ async fn run(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> Result<FlushRepo
             writing &= !r?;
         }
     }
-    let report = flush.borrow().report().clone();
-    Ok(report)
+    Ok(())
 }
 
 /// Carries out the write requests asked at the same moment in one readwrite transaction:

@@ -31,11 +31,20 @@ where
     settle(Box::pin(async move { fut.await.map(Into::into) }))
 }
 
+/// [`promise`] for a body that rejects with a value of its own (a flush's error carries
+/// its report).
+fn promise_rejecting<F>(fut: F) -> Promise
+where
+    F: Future<Output = std::result::Result<JsValue, JsValue>> + 'static,
+{
+    crate::panic::guarded(Box::pin(fut))
+}
+
 /// [`promise`] behind one type of future: `future_to_promise`'s machinery is built into
 /// the wasm module once, not once per exported method (about 28 KB raw, issue 12).
 /// A panic inside rejects it with `INTERNAL` ([`crate::panic`]).
 fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
-    crate::panic::guarded(fut)
+    crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
 }
 
 /// Reads a required owner argument.
@@ -116,7 +125,7 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushReport>")]
     pub fn flush(&self, #[wasm_bindgen(unchecked_param_type = "FlushOptions")] options: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise_rejecting(async move {
             inner.check_open()?;
             let owner = owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
             let ports = Ports::parse(&options, true)?;
@@ -128,7 +137,7 @@ impl Outbox {
             let get = |k: &str| Reflect::get(&options, &k.into()).ok().and_then(|v| v.as_f64());
             if let Some(m) = get("maxRows") {
                 if !(m >= 0.0 && m.is_finite()) {
-                    return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0"));
+                    return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0").into());
                 }
                 opts.max_rows = Some(m as u64);
             }
@@ -142,6 +151,8 @@ impl Outbox {
                 opts.concurrency = c.max(1.0) as usize;
             }
             let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());
+            // A failure part way rejects with the report so far (`error.report`): the
+            // receipts of answers already applied are not lost with it.
             let report = drive(&inner, flush, &ports).await?;
             Ok(to_js(&report))
         })

@@ -16,7 +16,7 @@
 //! the first call on an app's existing `Outbox` would run with a dangling pointer in the
 //! fresh instance.
 
-use crate::error::{OutboxError, Result};
+use crate::error::OutboxError;
 use js_sys::{Function, Promise};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -94,7 +94,7 @@ impl Drop for Armed {
 }
 
 /// A promise of `fut` that also rejects, with `INTERNAL`, when `fut` panics.
-pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
+pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>>) -> Promise {
     let mut fut = Some(fut);
     Promise::new(&mut |resolve, reject| {
         let reject = Rc::new(reject);
@@ -102,7 +102,7 @@ pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
         spawn_local(async move {
             let _ = match call.await {
                 Ok(v) => resolve.call1(&JsValue::NULL, &v),
-                Err(e) => reject.call1(&JsValue::NULL, &e.into()),
+                Err(e) => reject.call1(&JsValue::NULL, &e),
             };
         });
     })
@@ -110,12 +110,12 @@ pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
 
 /// A call's future, polled with its `reject` in [`POLLED`].
 struct Polled {
-    fut: Pin<Box<dyn Future<Output = Result<JsValue>>>>,
+    fut: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>>,
     reject: Rc<Function>,
 }
 
 impl Future for Polled {
-    type Output = Result<JsValue>;
+    type Output = Result<JsValue, JsValue>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;

@@ -248,5 +248,13 @@ export interface ChangeNotice {
  * clause gets `unknown`; narrow it with a check of `code`, e.g.
  * `e instanceof Error && "code" in e && e.code === "BLOCKED"`.
  */
-export interface OutboxError extends Error { name: "OutboxError"; code: OutboxErrorCode }
+export interface OutboxError extends Error {
+  name: "OutboxError";
+  code: OutboxErrorCode;
+  /**
+   * On a `flush` that failed part way: what it did until then. Answers already applied
+   * stay applied (their rows are gone), and their receipts are here.
+   */
+  report?: FlushReport;
+}
 "#;
