@@ -413,6 +413,36 @@ async fn s3_rule2_unknown_fields_survive_a_flush_and_a_reissue() {
     assert_foreign_fields_kept(&fresh, blobs);
 }
 
+/// Two blocked rows of one record hold `Set`s of one size (markers alike but for the row
+/// they were read in): each re-issued row gets its own row's `Set`, not the other's.
+#[wasm_bindgen_test]
+async fn s3_rule2_a_reissued_row_keeps_its_own_unknown_values_not_another_rows_alike() {
+    let db = db_name("foreign-reissue-alike");
+    let a = open(&db, "tab-a").await;
+    for (id, n, tag) in [("a", 1, "mine"), ("b", 2, "other")] {
+        let row = obj(json!({"id": id, "owner": "alice", "target": "w:1", "kind": "update", "body": {"n": n},
+                             "savedAt": n, "state": "blocked", "blockedCode": "INVALID"}));
+        set(&row, "tags", &expr(&format!("new Set(['{tag}'])")));
+        set(&row, "meta", &expr(&format!("new Map([['by', '{tag}']])")));
+        raw_put(&db, &row).await;
+    }
+    let fresh_tags = |all: &Array, not: &[&str]| -> Vec<String> {
+        all.iter()
+            .filter(|r| !not.contains(&get(r, "id").as_string().unwrap().as_str()))
+            .map(|r| {
+                let both = "return [...row.tags].join() + '/' + row.meta.get('by');";
+                js("row", both).call1(&JsValue::NULL, &r).unwrap().as_string().unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(ok(a.retry_blocked("alice".into(), "a".into(), JsValue::UNDEFINED, JsValue::UNDEFINED)).await, true);
+    assert_eq!(fresh_tags(&raw_all(&db).await, &["b"]), vec!["mine/mine".to_owned()]);
+    assert_eq!(ok(a.retry_blocked("alice".into(), "b".into(), JsValue::UNDEFINED, JsValue::UNDEFINED)).await, true);
+    let mut both = fresh_tags(&raw_all(&db).await, &[]);
+    both.sort();
+    assert_eq!(both, vec!["mine/mine".to_owned(), "other/other".to_owned()]);
+}
+
 #[wasm_bindgen_test]
 async fn s3_rule2_cyclic_and_very_deep_unknown_fields_survive() {
     let db = db_name("foreign-cycle");

@@ -1,18 +1,21 @@
 //! Stored values JSON cannot hold, carried through as stored (SPEC §3 rule 2).
 //!
 //! Reading a row, the walker replaces each such value by a marker — `{"$outboxOpaque":
-//! "Date:1700000000000"}`, a stable digest, so two reads of the same stored value give equal
-//! JSON and the replace comparison (§4) still means something — and keeps the original here,
-//! by row id and path. Writing a row, each marker is replaced by the original read last for
-//! that row and path, so IndexedDB stores the same `Date` or `Blob` again. Every replace
-//! re-reads its rows inside its transaction just before writing them (§4), so the original
-//! written is the one read in that same transaction.
+//! "2:r1Date:1700000000000"}`: the id of the row it was read in (after its length), then a
+//! stable digest, so two reads of the same stored value give equal JSON and the replace
+//! comparison (§4) still means something — and keeps the original here, by row id and path.
+//! Writing a row, each marker is replaced by the original read last in the row it names, so
+//! IndexedDB stores the same `Date` or `Blob` again. A row re-issued under a new id (§7,
+//! §9) carries its unknown fields along with their markers, so it gets its own source
+//! row's values, never those of another row whose digest is the same (two `Set`s of one
+//! size). Every replace re-reads its rows inside its transaction just before writing them
+//! (§4), so the original written is the one read in that same transaction.
 //!
 //! A marker inside a field this version knows (`body`, `revision`, …) cannot be sent or
 //! planned on: such a row is shown to the planner without `body`, which makes it
 //! undecodable (§3 rule 3: never sent, claimed or written; reported; left as it is).
 
-use super::walk::{as_marker, path_string, Kept, Mode, Seg, Walker};
+use super::walk::{as_marker, marker, path_string, Kept, Mode, Seg, Walker};
 use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
@@ -50,7 +53,10 @@ pub fn read(v: &JsValue, remember: bool) -> Value {
     let mut walker = Walker::new(Mode::Stored, vec![]);
     // Stored mode never refuses.
     let mut json = walker.walk(v).unwrap_or(Value::Null);
-    let kept = walker.kept;
+    let mut kept = walker.kept;
+    if let Some(id) = json.get("id").and_then(Value::as_str).filter(|_| !kept.is_empty()).map(str::to_owned) {
+        name_source(&mut json, &mut kept, &id);
+    }
     if let Some(bad) = kept.iter().find(|k| in_known_field(&k.path)) {
         quarantine(&mut json, bad);
     }
@@ -60,6 +66,29 @@ pub fn read(v: &JsValue, remember: bool) -> Value {
         }
     }
     json
+}
+
+/// Prefixes each marker of row `id` with the id (after its length, so any id reads back
+/// whole).
+fn name_source(json: &mut Value, kept: &mut [Kept], id: &str) {
+    for k in kept {
+        let named = format!("{}:{id}{}", id.len(), k.marker);
+        let slot = k.path.iter().try_fold(&mut *json, |v, seg| match seg {
+            Seg::Key(key) => v.get_mut(key.as_str()),
+            Seg::Index(i) => v.get_mut(*i as usize),
+        });
+        // A value kept inside another kept one (a cycle's container) has no marker of its own.
+        if let Some(slot) = slot.filter(|s| as_marker(s) == Some(k.marker.as_str())) {
+            *slot = marker(&named);
+        }
+        k.marker = named;
+    }
+}
+
+/// The id of the row a marker was read in, if [`name_source`] named one.
+fn source(marker: &str) -> Option<&str> {
+    let (len, rest) = marker.split_once(':')?;
+    rest.get(..len.parse::<usize>().ok()?)
 }
 
 /// Whether `path` lies in a field this version reads (SPEC §3): the planner's own list
@@ -114,23 +143,13 @@ impl Registry {
         }
     }
 
-    /// The original behind `marker` at `path` of row `id`: the row's own, else (a row
-    /// re-issued under a new id, §7 and §9, carries its unknown fields along) the one read
-    /// last at the same path, else the one read last anywhere.
+    /// The original behind `marker` at `path` of row `id`: kept for the row the marker
+    /// names (`id` itself, or the row a re-issued one came from), at that path, else at
+    /// another path of that row.
     fn original(&self, id: &str, path: &[Seg], marker: &str) -> Option<JsValue> {
-        let own = self.rows.get(id).and_then(|e| e.kept.iter().find(|k| k.path == path && k.marker == marker));
-        if let Some(k) = own {
-            return Some(k.value.clone());
-        }
-        let newest = |same_path: bool| {
-            self.rows
-                .values()
-                .flat_map(|e| e.kept.iter().map(move |k| (e.generation, k)))
-                .filter(|(_, k)| k.marker == marker && (!same_path || k.path == path))
-                .max_by_key(|(g, _)| *g)
-                .map(|(_, k)| k.value.clone())
-        };
-        newest(true).or_else(|| newest(false))
+        let kept = &self.rows.get(source(marker).unwrap_or(id))?.kept;
+        let at = |same_path: bool| kept.iter().find(|k| k.marker == marker && (!same_path || k.path == path));
+        at(true).or_else(|| at(false)).map(|k| k.value.clone())
     }
 
     fn whole(&self, id: &str) -> Option<JsValue> {

@@ -406,7 +406,7 @@ fn reserved_key(digest: &str) -> Foreign {
 }
 
 /// The marker standing for a kept value in the JSON.
-fn marker(m: &str) -> Value {
+pub(super) fn marker(m: &str) -> Value {
     let mut map = Map::new();
     map.insert(OPAQUE_KEY.into(), Value::String(m.to_owned()));
     Value::Object(map)
