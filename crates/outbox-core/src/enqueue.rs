@@ -139,13 +139,19 @@ pub fn plan_enqueue(
     let wall = walled.last();
 
     if op.kind != Kind::Create {
-        let mergeable = rows
-            .iter()
-            .find(|r| r.kind == Kind::Create && !flying(r) && (r.never_attempted() || r.state == RowState::Blocked));
-        if let Some(create) = mergeable {
-            let folded: Vec<&Row> = rows.iter().filter(|r| r.id != create.id && !flying(r)).collect();
-            if folds_into_create(create, &folded, op) {
-                return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
+        // The create rules are about the record's latest create and the edits after it. Rows
+        // before it (a delete of an earlier life of the record, an app-chosen target
+        // re-created) are left as they are, and an edit of it in flight makes the new row
+        // that edit's successor instead (the table above): merged into the create, it would
+        // reach the server before the older edit.
+        if let Some(at) = rows.iter().rposition(|r| r.kind == Kind::Create) {
+            let (create, edits) = (&rows[at], &rows[at + 1..]);
+            let open = create.never_attempted() || create.state == RowState::Blocked;
+            if open && !flying(create) && !edits.iter().any(flying) {
+                let folded: Vec<&Row> = edits.iter().collect();
+                if folds_into_create(create, &folded, op) {
+                    return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
+                }
             }
         }
     }
