@@ -132,9 +132,15 @@ impl<DB: Engine> Gate<DB> {
         // If this future is dropped before it finishes (the handler panicked, the runtime
         // shuts down), the guard releases the reservation so that a retry need not wait
         // for the lease.
-        let mut guard =
-            ReleaseOnDrop { pool: Some(self.pool.clone()), actor: actor.to_owned(), key: key.to_owned(), fence };
-        let outcome = self.attempt(actor, key, fence, handler).await;
+        let fingerprint = request.fingerprint();
+        let mut guard = ReleaseOnDrop {
+            pool: Some(self.pool.clone()),
+            actor: actor.to_owned(),
+            key: key.to_owned(),
+            fingerprint: fingerprint.to_owned(),
+            fence,
+        };
+        let outcome = self.attempt(actor, key, fingerprint, fence, handler).await;
         match outcome {
             Ok(Some(answer)) => {
                 guard.pool = None;
@@ -149,7 +155,7 @@ impl<DB: Engine> Gate<DB> {
                 guard.pool = None;
                 // Nothing was committed (or, if the commit's answer was lost, the record is
                 // completed and this release does nothing).
-                if let Err(release) = DB::release(&self.pool, actor, key, fence).await {
+                if let Err(release) = DB::release(&self.pool, actor, key, fingerprint, fence).await {
                     eprintln!("outbox-gate: cannot release {key}: {release}");
                 }
                 self.failure(&e)
@@ -157,7 +163,14 @@ impl<DB: Engine> Gate<DB> {
         }
     }
 
-    async fn attempt<F>(&self, actor: &str, key: &str, fence: i64, handler: F) -> Result<Option<Answer>, sqlx::Error>
+    async fn attempt<F>(
+        &self,
+        actor: &str,
+        key: &str,
+        fingerprint: &str,
+        fence: i64,
+        handler: F,
+    ) -> Result<Option<Answer>, sqlx::Error>
     where
         F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
     {
@@ -166,7 +179,7 @@ impl<DB: Engine> Gate<DB> {
         answer.replayed = false;
         let now = now_ms();
         let expires = now.saturating_add(ms(self.config.retention));
-        if !DB::complete(&mut tx, actor, key, fence, &answer, now, expires).await? {
+        if !DB::complete(&mut tx, actor, key, fingerprint, fence, &answer, now, expires).await? {
             tx.rollback().await?;
             return Ok(None);
         }
@@ -224,6 +237,7 @@ struct ReleaseOnDrop<DB: Engine> {
     pool: Option<Pool<DB>>,
     actor: String,
     key: String,
+    fingerprint: String,
     fence: i64,
 }
 
@@ -231,9 +245,11 @@ impl<DB: Engine> Drop for ReleaseOnDrop<DB> {
     fn drop(&mut self) {
         let Some(pool) = self.pool.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (actor, key, fence) = (std::mem::take(&mut self.actor), std::mem::take(&mut self.key), self.fence);
+        let (actor, key, fingerprint) =
+            (std::mem::take(&mut self.actor), std::mem::take(&mut self.key), std::mem::take(&mut self.fingerprint));
+        let fence = self.fence;
         runtime.spawn(async move {
-            if let Err(e) = DB::release(&pool, &actor, &key, fence).await {
+            if let Err(e) = DB::release(&pool, &actor, &key, &fingerprint, fence).await {
                 eprintln!("outbox-gate: cannot release {key} of a dropped request: {e}");
             }
         });

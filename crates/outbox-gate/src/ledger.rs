@@ -108,23 +108,30 @@ pub trait Engine: sqlx::Database {
     fn begin(pool: &Pool<Self>) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
 
     /// Stores the answer and completes the record inside `tx`, only if `fence` still holds
-    /// it: returns false (and the caller rolls back) when it was taken over or purged.
+    /// it for this `fingerprint`: returns false (and the caller rolls back) when it was taken
+    /// over or purged. The fingerprint is checked too because a fence starts again at 1 on
+    /// a record inserted after a release or a purge: a holder that outlived its lease must
+    /// never complete another request's record under the same key with its own answer.
+    #[allow(clippy::too_many_arguments)] // the record's identity, its answer and its times
     fn complete(
         tx: &mut Transaction<'static, Self>,
         actor: &str,
         key: &str,
+        fingerprint: &str,
         fence: i64,
         answer: &Answer,
         now_ms: i64,
         expires_ms: i64,
     ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
 
-    /// Drops a processing reservation held by `fence` (its request could not be carried
-    /// out), so that a retry can; does nothing if it completed or was taken over.
+    /// Drops a processing reservation held by `fence` for `fingerprint` (its request could
+    /// not be carried out), so that a retry can; does nothing if it completed, was taken
+    /// over, or is another request's record now.
     fn release(
         pool: &Pool<Self>,
         actor: &str,
         key: &str,
+        fingerprint: &str,
         fence: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
@@ -203,8 +210,9 @@ const SQLITE: Sql = Sql {
         WHERE actor = $2 AND key = $3 AND status = 'processing' AND fence = $4 AND lease_until <= $5",
     complete: "UPDATE gate_idempotency SET status = 'completed', response_status = $1, response_body = $2,
         completed_at = $3, expires_at = $4
-        WHERE actor = $5 AND key = $6 AND fence = $7 AND status = 'processing'",
-    release: "DELETE FROM gate_idempotency WHERE actor = $1 AND key = $2 AND fence = $3 AND status = 'processing'",
+        WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
+    release: "DELETE FROM gate_idempotency
+        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND status = 'processing'",
     purge_completed: "DELETE FROM gate_idempotency WHERE status = 'completed' AND expires_at < $1",
     purge_orphaned: "DELETE FROM gate_idempotency WHERE status = 'processing' AND lease_until < $1",
 };
@@ -240,8 +248,9 @@ const POSTGRES: Sql = Sql {
     complete: "UPDATE gate_idempotency SET status = 'completed', response_status = $1::bigint::int,
         response_body = $2::jsonb, completed_at = to_timestamp($3::float8 / 1000),
         expires_at = to_timestamp($4::float8 / 1000)
-        WHERE actor = $5 AND key = $6 AND fence = $7 AND status = 'processing'",
-    release: "DELETE FROM gate_idempotency WHERE actor = $1 AND key = $2 AND fence = $3 AND status = 'processing'",
+        WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
+    release: "DELETE FROM gate_idempotency
+        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND status = 'processing'",
     purge_completed: "DELETE FROM gate_idempotency WHERE status = 'completed'
         AND expires_at < to_timestamp($1::float8 / 1000)",
     purge_orphaned: "DELETE FROM gate_idempotency WHERE status = 'processing'
@@ -318,6 +327,7 @@ macro_rules! engine_impl {
                 tx: &mut Transaction<'static, Self>,
                 actor: &str,
                 key: &str,
+                fingerprint: &str,
                 fence: i64,
                 answer: &Answer,
                 now_ms: i64,
@@ -331,14 +341,21 @@ macro_rules! engine_impl {
                     .bind(actor)
                     .bind(key)
                     .bind(fence)
+                    .bind(fingerprint)
                     .execute(&mut **tx)
                     .await?
                     .rows_affected();
                 Ok(done == 1)
             }
 
-            async fn release(pool: &Pool<Self>, actor: &str, key: &str, fence: i64) -> Result<(), sqlx::Error> {
-                sqlx::query($sql.release).bind(actor).bind(key).bind(fence).execute(pool).await?;
+            async fn release(
+                pool: &Pool<Self>,
+                actor: &str,
+                key: &str,
+                fingerprint: &str,
+                fence: i64,
+            ) -> Result<(), sqlx::Error> {
+                sqlx::query($sql.release).bind(actor).bind(key).bind(fence).bind(fingerprint).execute(pool).await?;
                 Ok(())
             }
 

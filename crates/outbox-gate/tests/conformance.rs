@@ -100,7 +100,8 @@ async fn s14_takeover_after_a_crash_refuses_the_old_holders_completion<DB: TestD
     let mut tx = DB::begin(&s.pool).await.unwrap();
     let op = DomainOp::Create { entity: "workout".into(), body: body.clone() };
     let late = DB::apply(&mut tx, "alice", "op-crash", &op, now_ms()).await.unwrap();
-    let completed = DB::complete(&mut tx, "alice", "op-crash", 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
+    let completed =
+        DB::complete(&mut tx, "alice", "op-crash", &fp, 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
     assert!(!completed, "a stale fence must not complete");
     tx.rollback().await.unwrap();
     assert_eq!(effects_of(&s.pool, "op-crash").await, 1);
@@ -115,12 +116,13 @@ async fn s14_takeover_after_a_crash_refuses_the_old_holders_completion<DB: TestD
     assert_eq!(new, Reservation::Reserved { fence: 2, recovered: true });
     let mut tx = DB::begin(&s.pool).await.unwrap();
     let late = DB::apply(&mut tx, "alice", "op-race", &op, now_ms()).await.unwrap();
-    let completed = DB::complete(&mut tx, "alice", "op-race", 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
+    let completed =
+        DB::complete(&mut tx, "alice", "op-race", &fp, 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
     assert!(!completed, "the old holder's fence is stale while the new holder works");
     tx.rollback().await.unwrap();
     let mut tx = DB::begin(&s.pool).await.unwrap();
     let answer = DB::apply(&mut tx, "alice", "op-race", &op, now_ms()).await.unwrap();
-    assert!(DB::complete(&mut tx, "alice", "op-race", 2, &answer, now_ms(), now_ms() + 60_000).await.unwrap());
+    assert!(DB::complete(&mut tx, "alice", "op-race", &fp, 2, &answer, now_ms(), now_ms() + 60_000).await.unwrap());
     tx.commit().await.unwrap();
     assert_eq!(effects_of(&s.pool, "op-race").await, 1);
     let replay = call(&s.base, "POST", "/api/records/workout", "alice", "op-race", body).await;
