@@ -121,7 +121,11 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
 
     async fn from_request(req: Request, state: &S) -> Result<Idempotent, Response> {
         let (key, if_match) = {
-            let header = |name: &str| req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
+            // Each byte as the Latin-1 character it is (HTTP's obs-text): two headers that
+            // differ give two texts, so two fingerprints.
+            let header = |name: &str| {
+                req.headers().get(name).map(|v| v.as_bytes().iter().map(|&b| char::from(b)).collect::<String>())
+            };
             (header("idempotency-key").unwrap_or_default(), header("if-match"))
         };
         let method = req.method().as_str().to_owned();

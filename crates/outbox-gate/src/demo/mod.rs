@@ -139,11 +139,14 @@ fn entity_ok(entity: &str) -> Result<(), Response> {
     }
 }
 
-fn base_revision(parts_if_match: Option<&str>) -> Result<Option<i64>, Response> {
-    parts_if_match
-        .map(|v| v.trim().trim_matches('"').parse())
+/// The base revision an `If-Match` names. One that is not a revision number — also one
+/// that is not text at all (bytes above 0x7f) — is refused, never read as "no revision",
+/// which would apply a stale edit unconditionally.
+fn base_revision(if_match: Option<&axum::http::HeaderValue>) -> Result<Option<i64>, Response> {
+    if_match
+        .map(|v| v.to_str().ok().and_then(|s| s.trim().trim_matches('"').parse().ok()).ok_or(()))
         .transpose()
-        .map_err(|_| error(StatusCode::BAD_REQUEST, "INVALID", "If-Match must be a revision number"))
+        .map_err(|()| error(StatusCode::BAD_REQUEST, "INVALID", "If-Match must be a revision number"))
 }
 
 impl<DB: DemoStore> Demo<DB> {
@@ -189,7 +192,7 @@ async fn change<DB: DemoStore>(
 ) -> Response {
     let parts = entity_ok(&entity).and_then(|()| {
         let id = record_id(&id)?;
-        let revision = base_revision(headers.get("if-match").and_then(|v| v.to_str().ok()))?;
+        let revision = base_revision(headers.get("if-match"))?;
         Ok((id, revision))
     });
     let (id, revision) = match parts {
@@ -221,7 +224,7 @@ async fn append<DB: DemoStore>(
     }
     let parts = entity_ok(&entity).and_then(|()| {
         let id = record_id(&id)?;
-        let revision = base_revision(headers.get("if-match").and_then(|v| v.to_str().ok()))?;
+        let revision = base_revision(headers.get("if-match"))?;
         Ok((id, revision, object_body(&req)?))
     });
     match parts {
