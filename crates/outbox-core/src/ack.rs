@@ -4,6 +4,7 @@
 use crate::accounts::in_scope;
 use crate::codec::{decode, encode, Stored};
 use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
+use crate::intent::holds_intent;
 use crate::outcome::Outcome;
 use crate::plan::{ReplacePlan, Scope};
 use crate::records::reconcile_for;
@@ -11,6 +12,7 @@ use crate::retry::Backoff;
 use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Kept at its old path for callers written before [`crate::conflict`] existed.
 pub use crate::conflict::conflict_successor;
@@ -72,8 +74,19 @@ pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> 
         .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
         .filter(|(r, _)| r.is_intent())
         .collect();
-    // Each intent after the one it waits for; blocked ones are not converted.
-    chain_order(waiting, |(r, _)| r).into_iter().filter(|(r, _)| r.state != RowState::Blocked).collect()
+    // Each intent after the one it waits for. A blocked one is not converted, nor is one it
+    // holds (`holds_intent`), nor one after that: they are converted after it (§7).
+    let mut left: HashMap<String, Row> = HashMap::new();
+    let mut out = Vec::new();
+    for (r, raw) in chain_order(waiting, |(r, _)| r) {
+        let held = r.successor_of.as_deref().and_then(|p| left.get(p)).is_some_and(|p| holds_intent(p, &r));
+        if held || r.state == RowState::Blocked {
+            left.insert(r.id.clone(), r);
+        } else {
+            out.push((r, raw));
+        }
+    }
+    out
 }
 
 /// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for

@@ -61,6 +61,9 @@ pub enum IntentSkip {
     IntentChanged,
     /// The create's claim is no longer this tab's: its new holder converts.
     CreateNotMine,
+    /// The row the intent waits for is an intent not converted yet (blocked, or converting
+    /// in another task): the intent goes after it, so it is converted after it.
+    Waits,
     /// The prepared request is not usable ([`Prepared::is_valid`]); quarantine the intent
     /// with [`SUCCESSOR_UNPREPARED`] instead.
     Unusable,
@@ -81,13 +84,16 @@ pub fn plan_convert(
     if !prepared.is_valid() {
         return Err(IntentSkip::Unusable);
     }
-    let intent = decode(intent_raw).map_err(|_| IntentSkip::IntentChanged)?;
-    let now_intent = find_stored(current, &intent.id).ok_or(IntentSkip::IntentChanged)?;
-    if now_intent != intent_raw {
+    let read = decode(intent_raw).map_err(|_| IntentSkip::IntentChanged)?;
+    let now_raw = find_stored(current, &read.id).ok_or(IntentSkip::IntentChanged)?;
+    // The conversion of the link before it may have re-pointed it since it was read (below):
+    // that is still the intent as read.
+    if without_successor_of(now_raw) != without_successor_of(intent_raw) {
         return Err(IntentSkip::IntentChanged);
     }
+    let intent = decode(now_raw).map_err(|_| IntentSkip::IntentChanged)?;
     let mut scopes = vec![Scope::Id(intent.id.clone())];
-    let mut expected = vec![intent_raw.clone()];
+    let mut expected = vec![now_raw.clone()];
     if let Some((create_id, ticket)) = create {
         let raw = find_stored(current, create_id).ok_or(IntentSkip::CreateNotMine)?;
         let row = decode(raw).map_err(|_| IntentSkip::CreateNotMine)?;
@@ -97,6 +103,30 @@ pub fn plan_convert(
         scopes.push(Scope::Id(create_id.to_owned()));
         expected.push(raw.clone());
     }
+    // §7/§8: a chain of intents is converted in its order, never past a link that is still
+    // an intent (an orphan whose lookup answered later, say), nor past a blocked one that
+    // holds it (see [`holds_intent`]).
+    let pending = Scope::target(&intent.owner, &intent.target);
+    let in_pending = in_scope(&pending, current);
+    let waits_for = |id: &str| in_pending.iter().filter_map(|raw| decode(raw).ok()).find(|r| r.id == id);
+    if intent.successor_of.as_deref().and_then(waits_for).is_some_and(|p| holds_intent(&p, &intent)) {
+        return Err(IntentSkip::Waits);
+    }
+    // The intents that wait for this one wait for what it waited for once it leaves the
+    // `pending:` scope: the chain's next link is then a head of its own (converted, or
+    // found by the vanished-predecessor path, after this one in the record's scope).
+    let mut puts = Vec::new();
+    let others: Vec<Value> =
+        in_pending.iter().filter(|raw| !expected.contains(raw)).map(|raw| (*raw).clone()).collect();
+    for raw in &others {
+        let Ok(mut next) = decode(raw) else { continue };
+        if next.successor_of.as_deref() == Some(intent.id.as_str()) && next.is_intent() {
+            next.successor_of = intent.successor_of.clone();
+            puts.push(encode(&next));
+        }
+    }
+    // The replace compares every row of the scopes it names (§4).
+    expected.extend(others);
     let mut row = converted(&intent, prepared);
     // §7/§8: the real request joins its record's scope, where rows may already wait (an
     // edit converted earlier and deferred, or one made with the server id by a tab that
@@ -113,17 +143,37 @@ pub fn plan_convert(
         row.successor_of = Some(last.id.clone());
     }
     scopes.push(target);
+    scopes.push(pending);
     expected.extend(in_target.into_iter().cloned());
-    Ok(ReplacePlan { scopes, expected, puts: vec![encode(&row)], ..Default::default() })
+    puts.insert(0, encode(&row));
+    Ok(ReplacePlan { scopes, expected, puts, ..Default::default() })
 }
 
-/// The scopes a conversion re-reads: the intent, its create row if given, and the scope of
-/// the record the prepared request targets.
+/// Whether `pred`, the row `intent` waits for, keeps it from being converted: an intent not
+/// converted yet, unless it is blocked — a blocked row holds its successor only in a chain
+/// of commands (either of them `noMerge`), as for sending (§8).
+#[must_use]
+pub fn holds_intent(pred: &Row, intent: &Row) -> bool {
+    pred.is_intent() && (pred.state != RowState::Blocked || pred.no_merge || intent.no_merge)
+}
+
+fn without_successor_of(raw: &Value) -> Value {
+    let mut v = raw.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.shift_remove("successorOf");
+    }
+    v
+}
+
+/// The scopes a conversion re-reads: the intent, its create row if given, the scope of
+/// the record the prepared request targets, and the intent's own `pending:` scope (the
+/// intent it waits for, the intents that wait for it).
 #[must_use]
 pub fn convert_scopes(intent: &Row, create_id: Option<&str>, prepared: &Prepared) -> Vec<Scope> {
     let mut s = vec![Scope::Id(intent.id.clone())];
     s.extend(create_id.map(|c| Scope::Id(c.to_owned())));
     s.push(Scope::target(&intent.owner, &prepared.target));
+    s.push(Scope::target(&intent.owner, &intent.target));
     s
 }
 
@@ -225,5 +275,42 @@ mod awaited_tests {
         let odd = base("i3", "update", "pending:c", Some("other"));
         assert_eq!(awaited_create(&odd, find), Some("other"));
         assert_eq!(awaited_create(&base("n", "update", "pending:c", None), find), None);
+    }
+
+    fn intent(id: &str, after: &str, state: &str, no_merge: bool) -> serde_json::Value {
+        json!({"id": id, "owner": "o", "target": "pending:c", "kind": "update", "body": {"n": id}, "savedAt": 1,
+               "state": state, "successorOf": after, "noMerge": no_merge})
+    }
+
+    #[test]
+    fn s7_a_blocked_intent_holds_the_next_one_only_in_a_chain_of_commands() {
+        let next = |no_merge| row(intent("i2", "i1", "queued", no_merge));
+        for (pred_state, pred_cmd, next_cmd, holds) in [
+            ("queued", false, false, true),
+            ("blocked", false, false, false),
+            ("blocked", true, false, true),
+            ("blocked", false, true, true),
+            ("blocked", true, true, true),
+        ] {
+            let pred = row(intent("i1", "c", pred_state, pred_cmd));
+            assert_eq!(holds_intent(&pred, &next(next_cmd)), holds, "{pred_state} {pred_cmd} {next_cmd}");
+        }
+        let converted = row(json!({"id": "i1", "owner": "o", "target": "rec:1", "kind": "update", "body": {},
+                                   "savedAt": 1, "state": "queued"}));
+        assert!(!holds_intent(&converted, &next(true)), "a converted row is no intent");
+    }
+
+    #[test]
+    fn s7_an_intent_changed_since_it_was_read_is_not_converted_but_one_re_pointed_is() {
+        let prepared = Prepared { target: "rec:1".into(), body: json!({"n": 1}), revision: None };
+        let read = intent("i2", "i1", "queued", false);
+        let mut edited = read.clone();
+        edited["body"] = json!({"n": "newer"});
+        assert_eq!(plan_convert(&read, None, &[edited], &prepared), Err(IntentSkip::IntentChanged));
+        let mut re_pointed = read.clone();
+        re_pointed["successorOf"] = json!("c");
+        let plan = plan_convert(&read, None, &[re_pointed.clone()], &prepared).expect("still the intent as read");
+        assert_eq!(plan.expected, vec![re_pointed]);
+        assert_eq!(plan.puts[0]["successorOf"], json!("c"));
     }
 }
