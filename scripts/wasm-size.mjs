@@ -5,13 +5,14 @@
 // shrinks, never raise it to make a change pass — find what grew instead (`twiggy diff`
 // of two builds that keep their name sections). Raised only for growth a named fix buys,
 // said in its commit: 186,000 → 186,300 for a panic that aborts its transaction and
-// rejects its call (+0.6 KB) and a failed flush that keeps its report (+0.3 KB).
+// rejects its call (+0.6 KB) and a failed flush that keeps its report (+0.3 KB);
+// 186,300 → 187,300 for chains of intents converted in their order (+0.8 KB).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 186_300;
+const BUDGET_GZIP_BYTES = 187_300;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -12,7 +12,6 @@ use crate::retry::Backoff;
 use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// Kept at its old path for callers written before [`crate::conflict`] existed.
 pub use crate::conflict::conflict_successor;
@@ -76,12 +75,12 @@ pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> 
         .collect();
     // Each intent after the one it waits for. A blocked one is not converted, nor is one it
     // holds (`holds_intent`), nor one after that: they are converted after it (§7).
-    let mut left: HashMap<String, Row> = HashMap::new();
+    let mut left: Vec<Row> = Vec::new();
     let mut out = Vec::new();
     for (r, raw) in chain_order(waiting, |(r, _)| r) {
-        let held = r.successor_of.as_deref().and_then(|p| left.get(p)).is_some_and(|p| holds_intent(p, &r));
-        if held || r.state == RowState::Blocked {
-            left.insert(r.id.clone(), r);
+        let pred = r.successor_of.as_deref().and_then(|p| left.iter().find(|l| l.id == p));
+        if pred.is_some_and(|p| holds_intent(p, &r)) || r.state == RowState::Blocked {
+            left.push(r);
         } else {
             out.push((r, raw));
         }

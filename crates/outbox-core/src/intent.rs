@@ -88,7 +88,7 @@ pub fn plan_convert(
     let now_raw = find_stored(current, &read.id).ok_or(IntentSkip::IntentChanged)?;
     // The conversion of the link before it may have re-pointed it since it was read (below):
     // that is still the intent as read.
-    if without_successor_of(now_raw) != without_successor_of(intent_raw) {
+    if !same_but_successor_of(now_raw, intent_raw) {
         return Err(IntentSkip::IntentChanged);
     }
     let intent = decode(now_raw).map_err(|_| IntentSkip::IntentChanged)?;
@@ -157,12 +157,13 @@ pub fn holds_intent(pred: &Row, intent: &Row) -> bool {
     pred.is_intent() && (pred.state != RowState::Blocked || pred.no_merge || intent.no_merge)
 }
 
-fn without_successor_of(raw: &Value) -> Value {
-    let mut v = raw.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.shift_remove("successorOf");
-    }
-    v
+/// Whether two stored rows are equal but for `successorOf`.
+fn same_but_successor_of(a: &Value, b: &Value) -> bool {
+    const FIELD: &str = "successorOf";
+    let others = |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(FIELD));
+    a.as_object()
+        .zip(b.as_object())
+        .is_some_and(|(a, b)| others(a) == others(b) && a.iter().all(|(k, v)| k == FIELD || b.get(k) == Some(v)))
 }
 
 /// The scopes a conversion re-reads: the intent, its create row if given, the scope of
@@ -310,7 +311,14 @@ mod awaited_tests {
         let mut re_pointed = read.clone();
         re_pointed["successorOf"] = json!("c");
         let plan = plan_convert(&read, None, &[re_pointed.clone()], &prepared).expect("still the intent as read");
-        assert_eq!(plan.expected, vec![re_pointed]);
+        assert_eq!(plan.expected, vec![re_pointed.clone()]);
         assert_eq!(plan.puts[0]["successorOf"], json!("c"));
+        // Read without a predecessor, re-pointed to one since.
+        let mut alone = read.clone();
+        alone.as_object_mut().unwrap().shift_remove("successorOf");
+        assert!(plan_convert(&alone, None, &[re_pointed], &prepared).is_ok());
+        let mut more = read.clone();
+        more["note"] = json!(1);
+        assert_eq!(plan_convert(&read, None, &[more], &prepared), Err(IntentSkip::IntentChanged), "a field added");
     }
 }
