@@ -91,6 +91,28 @@ async fn assert_outcome(a: &Reply, c: &Reply, c2: &Reply, a2: &Reply, pool: &sql
     assert_eq!(a2.status, 422, "{a2:?}");
 }
 
+/// C reuses the key (reserved at fence 1 and waiting `wait_ms` on A's row lock), then A,
+/// whose lease ended, finishes; each is sent again.
+async fn reuse_while_a_is_late(
+    base: &str,
+    app: &App,
+    a: tokio::task::JoinHandle<Reply>,
+    wait_ms: u64,
+    pool: &sqlx::PgPool,
+) {
+    let b = base.to_owned();
+    let c = tokio::spawn(async move { send(&b, "C").await });
+    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    app.go_a.notify_one();
+    let a = a.await.unwrap();
+    let c = c.await.unwrap();
+    println!("A first: {a:?}\nC first: {c:?}");
+    let c2 = send(base, "C").await;
+    let a2 = send(base, "A").await;
+    println!("C resend: {c2:?}\nA resend: {a2:?}\napplied: {:?}", applied(pool).await);
+    assert_outcome(&a, &c, &c2, &a2, pool).await;
+}
+
 /// Variant 1: the periodic purge removes A's reservation (lease ended, A still working).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_holder_whose_record_was_purged_does_not_complete_the_next_request_under_its_key() {
@@ -100,18 +122,8 @@ async fn a_holder_whose_record_was_purged_does_not_complete_the_next_request_und
     tokio::time::sleep(Duration::from_millis(500)).await; // A's lease is over; A still runs
     let purged = app.gate.purge(outbox_gate::gate::now_ms()).await.unwrap();
     assert_eq!(purged.orphaned, 1, "A's live reservation was purged");
-    // C: a DIFFERENT request under the same key. It must get 422 or apply its own payload.
-    let b = base.clone();
-    let c = tokio::spawn(async move { send(&b, "C").await });
-    tokio::time::sleep(Duration::from_millis(300)).await; // C reserved (fence 1), waits on the row lock
-    app.go_a.notify_one();
-    let a = a.await.unwrap();
-    let c = c.await.unwrap();
-    println!("A first: {a:?}\nC first: {c:?}");
-    let c2 = send(&base, "C").await;
-    let a2 = send(&base, "A").await;
-    println!("C resend: {c2:?}\nA resend: {a2:?}\napplied: {:?}", applied(&pool).await);
-    assert_outcome(&a, &c, &c2, &a2, &pool).await;
+    // C: another request under the same key, reserved at fence 1 again.
+    reuse_while_a_is_late(&base, &app, a, 300, &pool).await;
 }
 
 /// Variant 2, no purge: B (same request as A) takes A's expired reservation over (fence 2),
@@ -126,15 +138,5 @@ async fn a_holder_whose_record_was_released_does_not_complete_the_next_request_u
     let b_reply = send(&base, "A").await; // the same operation resent: takeover, then lock timeout
     println!("B (resend of A): {b_reply:?}");
     assert_eq!(b_reply.status, 503, "B took over, timed out on A's lock, released the key");
-    let b = base.clone();
-    let c = tokio::spawn(async move { send(&b, "C").await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    app.go_a.notify_one();
-    let a = a.await.unwrap();
-    let c = c.await.unwrap();
-    println!("A first: {a:?}\nC first: {c:?}");
-    let c2 = send(&base, "C").await;
-    let a2 = send(&base, "A").await;
-    println!("C resend: {c2:?}\nA resend: {a2:?}\napplied: {:?}", applied(&pool).await);
-    assert_outcome(&a, &c, &c2, &a2, &pool).await;
+    reuse_while_a_is_late(&base, &app, a, 200, &pool).await;
 }
