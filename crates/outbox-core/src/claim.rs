@@ -24,6 +24,29 @@ pub enum ClaimSkip {
     InFlight,
     /// Not sendable now (§8).
     NotSendable(Unsendable),
+    /// A flush of this tab is sending a row of its record (a send that outlived its lease,
+    /// say): the app's own claim would be a second attempt from one tab (§8).
+    SentByThisTab,
+}
+
+/// [`plan_claim`] for the app's own `claim(owner, rowId)`: also refused for a record a
+/// flush of this tab holds in `out`.
+///
+/// # Errors
+/// As [`plan_claim`]; [`ClaimSkip::SentByThisTab`].
+pub fn plan_app_claim(
+    owner: &str,
+    raw: Option<&Value>,
+    predecessor: Option<&Value>,
+    tab: &Tab,
+    now: Millis,
+    out: &crate::flush::Outstanding,
+) -> Result<ClaimPlan, ClaimSkip> {
+    let cp = plan_claim(owner, raw, predecessor, tab, now)?;
+    if out.holds(owner, &cp.row.target) {
+        return Err(ClaimSkip::SentByThisTab);
+    }
+    Ok(cp)
 }
 
 /// A claim ready to be written.

@@ -10,7 +10,7 @@ use crate::idb::Durability;
 use crate::outbox::{id_arg, owner_arg, promise, Outbox};
 use js_sys::{Array, Promise};
 use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
-use outbox_core::claim::plan_claim;
+use outbox_core::claim::plan_app_claim;
 use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::input::NewOperation;
@@ -257,12 +257,8 @@ impl Outbox {
                 .store
                 .transact(&scopes, Durability::Default, |cur| {
                     let p = pred.as_deref().and_then(|p| find(cur, p));
-                    let cp = plan_claim(&owner, find(cur, &row_id), p, &inner.tab, now).ok()?;
-                    // §8: a record a flush of this tab is sending (a send that outlived its
-                    // lease, say) gets no second attempt from this tab.
-                    if inner.outstanding.borrow().holds(&owner, &cp.row.target) {
-                        return None;
-                    }
+                    let out = inner.outstanding.borrow();
+                    let cp = plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, &out).ok()?;
                     ticket = Some(cp.ticket);
                     Some(cp.plan)
                 })

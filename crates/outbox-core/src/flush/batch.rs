@@ -1,8 +1,8 @@
 //! Claiming several sendable rows in one replace (SPEC §5, one claim per row).
 //!
 //! Each row's claim is its own compare-and-swap: inside the transaction the row (and its
-//! predecessor) must still be exactly as read in the round, else that row is stale and
-//! skipped. Claims that pass are written together, so a tab pays one transaction per batch
+//! predecessor, if the round read one) must still be exactly as read in the round, else
+//! that row is stale and skipped; a predecessor the round did not read is judged as found. Claims that pass are written together, so a tab pays one transaction per batch
 //! instead of one per row, and a tab that runs into rows another tab already took learns it
 //! for a whole batch at once.
 

@@ -121,4 +121,22 @@ mod tests {
         out.end(b);
         assert!(out.is_empty());
     }
+
+    #[test]
+    fn s8_the_apps_own_claim_skips_a_record_a_flush_of_its_tab_is_sending() {
+        use crate::claim::{plan_app_claim, ClaimSkip};
+        let raw = serde_json::json!({"id": "r", "owner": "alice", "target": "doc:1", "kind": "update",
+                                     "body": {}, "savedAt": 1, "state": "queued"});
+        let tab = crate::Tab::new("tab-a");
+        let mut out = Outstanding::new();
+        let claim = |out: &Outstanding| plan_app_claim("alice", Some(&raw), None, &tab, crate::Millis(5), out);
+        assert!(claim(&out).is_ok());
+        let f = out.begin();
+        out.reserve(f, "alice", "doc:2").unwrap();
+        assert!(claim(&out).is_ok(), "another record");
+        out.reserve(f, "alice", "doc:1").unwrap();
+        assert_eq!(claim(&out).err(), Some(ClaimSkip::SentByThisTab));
+        out.end(f);
+        assert!(claim(&out).is_ok());
+    }
 }
