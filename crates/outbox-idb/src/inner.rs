@@ -23,6 +23,9 @@ pub struct Options {
     pub random: Option<Function>,
     pub backoff: Backoff,
     pub concurrency: usize,
+    /// How long a flush waits for another flush of its owner while that one makes no change
+    /// (`turnWaitMs`; 0: flushes never take turns). See `turn.rs`.
+    pub turn_wait_ms: u32,
     /// How long opening (and a lazy reopen) may wait for other tabs before `BLOCKED`.
     pub open_timeout_ms: u32,
     /// The app's own stores in the same database (`records`).
@@ -86,6 +89,8 @@ impl Options {
         }
         let concurrency =
             optional_number(v, "concurrency", 1)?.map_or(outbox_core::flush::DEFAULT_CONCURRENCY, |n| n as usize);
+        let turn_wait_ms = optional_number(v, "turnWaitMs", 0)?
+            .map_or(crate::turn::DEFAULT_TURN_WAIT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let open_timeout_ms = optional_number(v, "openTimeoutMs", 1)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let records = match get(v, "records") {
@@ -101,6 +106,7 @@ impl Options {
             random: optional_fn(v, "random")?,
             backoff,
             concurrency,
+            turn_wait_ms,
             open_timeout_ms,
         })
     }
@@ -112,6 +118,8 @@ pub struct Inner {
     pub tab: Tab,
     pub backoff: Backoff,
     pub concurrency: usize,
+    /// See [`Options::turn_wait_ms`].
+    pub turn_wait_ms: u32,
     pub counters: RefCell<Counters>,
     /// What this tab's flushes have outstanding (SPEC §8: one attempt of a row, and one row
     /// of a target, at a time in a tab, across overlapping flushes).
@@ -132,6 +140,7 @@ impl Inner {
             tab,
             backoff: opts.backoff,
             concurrency: opts.concurrency,
+            turn_wait_ms: opts.turn_wait_ms,
             counters: RefCell::new(Counters::default()),
             outstanding: RefCell::new(Outstanding::new()),
             notifier,

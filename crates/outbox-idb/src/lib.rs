@@ -18,6 +18,7 @@ mod notify;
 mod outbox;
 pub mod panic;
 mod pure;
+mod turn;
 mod types;
 
 pub use outbox::Outbox;

@@ -15,6 +15,19 @@ use web_sys::{BroadcastChannel, MessageEvent};
 
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
+/// When each owner's rows last changed, in this tab or another (`Date.now()`, real time):
+/// a flush waiting for its turn watches it (`turn.rs`).
+type LastChanges = Rc<RefCell<Vec<(String, f64)>>>;
+
+fn note_change(last: &LastChanges, owner: &str) {
+    let now = js_sys::Date::now();
+    let mut list = last.borrow_mut();
+    match list.iter_mut().find(|(o, _)| o == owner) {
+        Some(entry) => entry.1 = now,
+        None => list.push((owner.to_owned(), now)),
+    }
+}
+
 /// How long changes after a posted one are gathered into one post per change and owner:
 /// under the ~100 ms a person notices, long enough that a burst of strict enqueues (about
 /// 1 ms each) pays one post per ~40 of them rather than one per ~12 (issue 12).
@@ -150,6 +163,7 @@ pub struct Notifier {
     next_id: RefCell<u32>,
     _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
     tab_id: String,
+    last_changes: LastChanges,
 }
 
 impl Notifier {
@@ -157,11 +171,17 @@ impl Notifier {
     /// this tab's subscribers are told.
     pub fn new(db_name: &str, tab_id: &str) -> Notifier {
         let subscribers: Subscribers = Rc::new(RefCell::new(Vec::new()));
+        let last_changes: LastChanges = Rc::new(RefCell::new(Vec::new()));
         let channel = BroadcastChannel::new(&format!("outbox:{db_name}")).ok();
         let on_message = channel.as_ref().map(|ch| {
             let subs = subscribers.clone();
+            let last = last_changes.clone();
             let closure = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                deliver(&subs, &ev.data());
+                let data = ev.data();
+                if let Some(owner) = js_sys::Reflect::get(&data, &"owner".into()).ok().and_then(|o| o.as_string()) {
+                    note_change(&last, &owner);
+                }
+                deliver(&subs, &data);
             });
             ch.set_onmessage(Some(closure.as_ref().unchecked_ref()));
             closure
@@ -177,6 +197,7 @@ impl Notifier {
             next_id: RefCell::new(0),
             _on_message: on_message,
             tab_id: tab_id.to_owned(),
+            last_changes,
         }
     }
 
@@ -188,6 +209,9 @@ impl Notifier {
     /// [`Notifier::changed`], naming the app records the change wrote (`records:
     /// [{store, key}]`, present only when some were), so other tabs re-render only those.
     pub fn changed_records(&self, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) {
+        if let Some(o) = owner {
+            note_change(&self.last_changes, o);
+        }
         if !self.subscribers.borrow().is_empty() {
             // the message is not built for nobody
             deliver(&self.subscribers, &message(&self.tab_id, what, owner, records));
@@ -195,6 +219,12 @@ impl Notifier {
         if let Some(out) = &self.outgoing {
             out.send(Pending { change: what.to_owned(), owner: owner.map(str::to_owned), records: records.to_vec() });
         }
+    }
+
+    /// When `owner`'s rows last changed (in this tab, or in another as its notice says);
+    /// 0 when never since this outbox opened.
+    pub fn last_change(&self, owner: &str) -> f64 {
+        self.last_changes.borrow().iter().find(|(o, _)| o == owner).map_or(0.0, |e| e.1)
     }
 
     /// Adds a callback; returns its id for [`Notifier::unsubscribe`].

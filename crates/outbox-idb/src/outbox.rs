@@ -150,6 +150,10 @@ impl Outbox {
             if let Some(c) = get("concurrency") {
                 opts.concurrency = c.max(1.0) as usize;
             }
+            // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
+            // this flush does, however it ends.
+            let _turn = crate::turn::take(&inner, &opts.owner).await;
+            inner.check_open()?;
             let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());
             // A failure part way rejects with the report so far (`error.report`): the
             // receipts of answers already applied are not lost with it.

@@ -59,6 +59,14 @@ export interface OpenOptions {
   /** Rows of different targets sent at once (default 16). */
   concurrency?: number;
   /**
+   * Flushes of one owner take turns across tabs: while another tab's flush of the owner is
+   * running and changing its rows, a flush waits for it to end, then sends what is left.
+   * It stops waiting (and runs beside it, as safely: every row is still claimed) once it
+   * sees no change of the owner's rows for this long, or after one lease (default 1000 ms;
+   * 0: never wait). Uses Web Locks where the engine has them.
+   */
+  turnWaitMs?: number;
+  /**
    * How long opening (and reopening after another tab's upgrade) waits for other tabs of
    * this app to let go of the database before failing with code `BLOCKED` (default 5000).
    */

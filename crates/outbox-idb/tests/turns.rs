@@ -1,0 +1,194 @@
+//! Flushes of one owner take turns across tabs (`src/turn.rs`): two outboxes of one page on
+//! one database stand for two tabs (Web Locks are shared by every context of an origin).
+#![cfg(target_arch = "wasm32")]
+
+use futures_util::future::join;
+use js_sys::Reflect;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+mod common;
+
+use common::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// `tab`'s options with `concurrency: 1` (one row claimed per transaction, so two flushes
+/// running at once would interleave their claims) and `turnWaitMs` if given.
+fn tab_options(db: &str, tab: &str, turn_wait_ms: Option<u32>) -> JsValue {
+    let o = options(db, tab);
+    set(&o, "concurrency", &1.into());
+    if let Some(ms) = turn_wait_ms {
+        set(&o, "turnWaitMs", &ms.into());
+    }
+    o
+}
+
+async fn enqueue_creates(outbox: &outbox_idb::Outbox, owner: &str, n: usize) {
+    for i in 0..n {
+        let op = obj(json!({"owner": owner, "kind": "create", "body": {"n": i}}));
+        ok(outbox.enqueue(op, JsValue::UNDEFINED)).await;
+    }
+}
+
+/// A `send` that logs `tab` in `globalThis[log]` and answers success a moment later.
+fn logging_send(log: &str, tab: &str) -> JsValue {
+    js_fn(
+        "op",
+        &format!(
+            "(globalThis.{log} ||= []).push('{tab}');
+             return new Promise((r) => setTimeout(() => r({{type: 'success', receipt: {{serverId: 's-' + op.id}}}}), 2));"
+        ),
+    )
+}
+
+fn flush_with(owner: &str, send: JsValue) -> JsValue {
+    let o = obj(json!({"owner": owner}));
+    set(&o, "send", &send);
+    o
+}
+
+fn log_of(log: &str) -> Vec<String> {
+    let v = Reflect::get(&js_sys::global(), &log.into()).unwrap();
+    js_sys::Array::from(&v).iter().map(|s| s.as_string().unwrap()).collect()
+}
+
+#[wasm_bindgen_test]
+async fn two_tabs_flushing_one_owner_at_once_take_turns_one_sends_everything() {
+    let db = db_name("turns");
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", None)).await.unwrap();
+    enqueue_creates(&a, "alice", 10).await;
+    let (ra, rb) = join(
+        ok(a.flush(flush_with("alice", logging_send("turnLog1", "a")))),
+        ok(b.flush(flush_with("alice", logging_send("turnLog1", "b")))),
+    )
+    .await;
+    // One flush had the turn and sent all ten; the other ran after it and found nothing.
+    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
+    assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
+    assert!(claimed(&ra) == 10 || claimed(&rb) == 10, "interleaved: {ra} {rb}");
+    assert_eq!(ra["stale"].as_u64().unwrap() + rb["stale"].as_u64().unwrap(), 0, "{ra} {rb}");
+    let log = log_of("turnLog1");
+    assert_eq!(log.len(), 10, "one send per row: {log:?}");
+    assert!(log.iter().all(|t| *t == log[0]), "sends of one tab only: {log:?}");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
+
+#[wasm_bindgen_test]
+async fn another_owners_flush_does_not_wait_for_the_turn() {
+    let db = db_name("turns-owners");
+    // Long leases and waits: a flush that waited for alice's turn would wait for minutes.
+    let long = |tab: &str| {
+        let o = tab_options(&db, tab, Some(600_000));
+        set(&o, "leaseMs", &600_000.into());
+        o
+    };
+    let a = outbox_idb::Outbox::open_with(long("tab-a")).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(long("tab-b")).await.unwrap();
+    enqueue_creates(&a, "alice", 2).await;
+    enqueue_creates(&a, "bob", 3).await;
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog2", "turnRelease2")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog2".into()).unwrap().is_undefined()).await;
+    // Bob's flush has a turn of its own: it ends while alice's is still stuck.
+    let fb = wasm_bindgen_futures::JsFuture::from(b.flush(flush_with("bob", logging_send("turnLog2b", "b"))));
+    let timer = wasm_bindgen_futures::JsFuture::from(sleep(5_000));
+    match futures_util::future::select(fb, timer).await {
+        futures_util::future::Either::Left((r, _)) => {
+            let rb: Value = outbox_idb::convert::from_js(&r.unwrap(), "report").unwrap();
+            assert_eq!(rb["succeeded"], json!(3), "{rb}");
+        }
+        futures_util::future::Either::Right(_) => panic!("bob's flush waited for alice's turn"),
+    }
+    release("turnRelease2");
+    assert_eq!(ok(fa).await["succeeded"], json!(2));
+}
+
+/// A `send` that counts its calls in `globalThis[log]` and answers only when
+/// `globalThis[release]()` is called (then every call made so far answers success, and
+/// every later one at once).
+fn stuck_send(log: &str, release: &str) -> JsValue {
+    js_fn(
+        "op",
+        &format!(
+            "globalThis.{log} = (globalThis.{log} || 0) + 1;
+             if (globalThis.{release}Done) return {{type: 'success', receipt: {{}}}};
+             return new Promise((r) => {{
+               const before = globalThis.{release};
+               globalThis.{release} = () => {{
+                 globalThis.{release}Done = true;
+                 if (before) before();
+                 r({{type: 'success', receipt: {{}}}});
+               }};
+             }});"
+        ),
+    )
+}
+
+fn release(name: &str) {
+    let f: js_sys::Function = Reflect::get(&js_sys::global(), &name.into()).unwrap().into();
+    f.call0(&JsValue::NULL).unwrap();
+}
+
+fn sleep(ms: i32) -> js_sys::Promise {
+    js_sys::Promise::new(&mut |r, _| {
+        let set_timeout: js_sys::Function = Reflect::get(&js_sys::global(), &"setTimeout".into()).unwrap().into();
+        set_timeout.call2(&JsValue::NULL, &r, &ms.into()).unwrap();
+    })
+}
+
+async fn wait_for(cond: impl Fn() -> bool) {
+    while !cond() {
+        wasm_bindgen_futures::JsFuture::from(sleep(5)).await.unwrap();
+    }
+}
+
+#[wasm_bindgen_test]
+async fn with_turn_wait_zero_flushes_run_side_by_side() {
+    let db = db_name("turns-off");
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", Some(0))).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", Some(0))).await.unwrap();
+    enqueue_creates(&a, "alice", 10).await;
+    let (ra, rb) = join(
+        ok(a.flush(flush_with("alice", logging_send("turnLog3", "a")))),
+        ok(b.flush(flush_with("alice", logging_send("turnLog3", "b")))),
+    )
+    .await;
+    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
+    assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
+    // Both took part (every row still went once).
+    assert!(claimed(&ra) > 0 && claimed(&rb) > 0, "{ra} {rb}");
+    assert_eq!(log_of("turnLog3").len(), 10);
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_stops_waiting_for_a_turn_whose_holder_is_stuck() {
+    let db = db_name("turns-stuck");
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", Some(200))).await.unwrap();
+    enqueue_creates(&a, "alice", 4).await;
+    // A's send never answers until the test lets it: A keeps its turn and its first row.
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog4", "turnRelease4")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog4".into()).unwrap().is_undefined()).await;
+    // B sees no change for 200 ms, goes on without the turn and sends the other three; A's
+    // row is still claimed (its lease runs), so B leaves it.
+    let rb = ok(b.flush(flush_with("alice", logging_send("turnLog4b", "b")))).await;
+    assert_eq!(rb["claimed"], json!(3), "{rb}");
+    assert_eq!(log_of("turnLog4b").len(), 3);
+    release("turnRelease4");
+    let ra = ok(fa).await;
+    assert_eq!(ra["succeeded"], json!(1), "{ra}");
+    assert_eq!(ok(b.rows("alice".into())).await, json!([]));
+}
+
+#[wasm_bindgen_test]
+async fn turn_wait_must_be_a_number_of_at_least_zero() {
+    let db = db_name("turns-bad");
+    let o = tab_options(&db, "tab-a", None);
+    set(&o, "turnWaitMs", &(-1).into());
+    let err: JsValue = outbox_idb::Outbox::open_with(o).await.err().expect("refused").into();
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT");
+    assert!(message.contains("turnWaitMs"), "{message}");
+}
