@@ -16,8 +16,7 @@
 //! panics releases it when its [`Turn`] is dropped.
 
 use crate::inner::Inner;
-use futures_util::future::{select, Either};
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -43,93 +42,69 @@ impl Drop for Turn {
     }
 }
 
-thread_local! {
-    /// Swallows the rejection of a lock request given up on (an `AbortError`).
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
-}
-
 /// Waits for the owner's turn (see the module's doc for when it goes on without it).
+///
+/// A request given up on is not withdrawn: when the lock comes to it, its callback returns
+/// the promise this turn resolved when it dropped, so the lock passes straight on.
 pub async fn take(inner: &Inner, owner: &str) -> Turn {
-    let none = Turn { release: None };
+    let mut turn = Turn { release: None };
     if inner.turn_wait_ms == 0 {
-        return none;
+        return turn;
     }
-    let Some(locks) = lock_manager() else { return none };
-    let Some(request) = Reflect::get(&locks, &"request".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) else {
-        return none;
-    };
-    // The lock is held until `hold` resolves; `granted` resolves when the callback runs.
+    let Some((locks, request)) = lock_request() else { return turn };
+    // The lock is held until `hold` resolves; `granted` resolves (with `true`) when the
+    // callback runs.
     let mut release = None;
     let hold = Promise::new(&mut |resolve, _| release = Some(resolve));
+    turn.release = release;
     let mut granted_resolve = None;
     let granted = Promise::new(&mut |resolve, _| granted_resolve = Some(resolve));
-    let (Some(release), Some(granted_resolve)) = (release, granted_resolve) else { return none };
+    let Some(granted_resolve) = granted_resolve else { return turn };
     let callback = Closure::once_into_js(move |_lock: JsValue| -> JsValue {
-        let _ = granted_resolve.call0(&JsValue::NULL);
+        let _ = granted_resolve.call1(&JsValue::NULL, &JsValue::TRUE);
         hold.into()
     });
-    let abort = web_abort_controller();
-    let options = js_sys::Object::new();
-    if let Some(signal) = abort.as_ref().and_then(|a| Reflect::get(a, &"signal".into()).ok()) {
-        let _ = Reflect::set(&options, &"signal".into(), &signal);
-    }
-    let name = format!("outbox-flush:{}:{owner}", inner.store.name());
-    let asked = match request.call3(&locks, &name.into(), &options, &callback) {
-        Ok(p) => p,
-        Err(_) => return Turn { release: Some(release) },
-    };
-    if let Ok(p) = asked.dyn_into::<Promise>() {
-        IGNORE.with(|f| {
-            let _ = p.catch(f);
-        });
+    let mut name = String::from("outbox-flush:");
+    name.push_str(inner.store.name());
+    name.push(':');
+    name.push_str(owner);
+    if request.call2(&locks, &name.into(), &callback).is_err() {
+        return turn;
     }
     let turn_wait = f64::from(inner.turn_wait_ms);
-    let started = js_sys::Date::now();
     let lease = inner.tab.lease_ms as f64;
-    let mut granted = JsFuture::from(granted);
+    let started = js_sys::Date::now();
     loop {
-        match select(granted, JsFuture::from(sleep(POLL_MS))).await {
-            Either::Left(_) => return Turn { release: Some(release) },
-            Either::Right((_, pending)) => granted = pending,
+        let race = Promise::race(&Array::of2(&granted, &sleep(POLL_MS)));
+        if JsFuture::from(race).await.ok().and_then(|v| v.as_bool()) == Some(true) {
+            return turn;
         }
         let now = js_sys::Date::now();
         let last = inner.notifier.last_change(owner).max(started);
         if now - last >= turn_wait || now - started >= lease {
-            break;
+            return turn;
         }
     }
-    // Gave up: withdraw the request. Granted in the meantime, the lock is released when the
-    // returned turn drops (it resolves `hold`).
-    if let Some(a) = abort {
-        if let Some(f) = Reflect::get(&a, &"abort".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
-            let _ = f.call0(&a);
-        }
-    }
-    Turn { release: Some(release) }
 }
 
-/// `navigator.locks` of the global scope (a window or a worker), if offered.
-fn lock_manager() -> Option<JsValue> {
+/// `navigator.locks` of the global scope (a window or a worker) and its `request`, if
+/// offered, with `setTimeout` (which the wait needs).
+fn lock_request() -> Option<(JsValue, Function)> {
+    global_fn("setTimeout")?;
     let nav = Reflect::get(&js_sys::global(), &"navigator".into()).ok()?;
-    if !nav.is_object() {
-        return None;
-    }
-    let locks = Reflect::get(&nav, &"locks".into()).ok()?;
-    locks.is_object().then_some(locks)
+    let locks = Reflect::get(&nav, &"locks".into()).ok().filter(JsValue::is_object)?;
+    let request = Reflect::get(&locks, &"request".into()).ok()?.dyn_into().ok()?;
+    Some((locks, request))
 }
 
-/// A new `AbortController`, where there is one.
-fn web_abort_controller() -> Option<JsValue> {
-    let ctor = Reflect::get(&js_sys::global(), &"AbortController".into()).ok()?.dyn_into::<Function>().ok()?;
-    Reflect::construct(&ctor, &js_sys::Array::new()).ok()
+fn global_fn(name: &str) -> Option<Function> {
+    Reflect::get(&js_sys::global(), &name.into()).ok()?.dyn_into().ok()
 }
 
-/// A promise that resolves after `ms` (never, where there is no `setTimeout`).
+/// A promise that resolves (with `undefined`) after `ms`.
 fn sleep(ms: u32) -> Promise {
     Promise::new(&mut |resolve, _| {
-        if let Some(set) =
-            Reflect::get(&js_sys::global(), &"setTimeout".into()).ok().and_then(|f| f.dyn_into::<Function>().ok())
-        {
+        if let Some(set) = global_fn("setTimeout") {
             let _ = set.call2(&js_sys::global(), &resolve, &ms.into());
         }
     })
