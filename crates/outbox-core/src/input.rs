@@ -99,7 +99,11 @@ impl NewOperation {
         check_owner(owner)?;
         let kind = match obj.get("kind") {
             Some(Value::String(s)) => Kind::parse(s).ok_or_else(|| InputError::UnknownKind(format!("`{s}`")))?,
-            other => return Err(InputError::UnknownKind(other.map_or("nothing".into(), |o| o.to_string()))),
+            other => {
+                return Err(InputError::UnknownKind(
+                    other.map_or("nothing".into(), |o| serde_json::to_string(o).unwrap_or_default()),
+                ))
+            }
         };
         let target = match obj.get("target") {
             None | Some(Value::Null) => None,

@@ -50,6 +50,7 @@ mod report;
 mod request;
 mod spread;
 mod task;
+mod tasks;
 
 pub use outstanding::{FlushId, Outstanding};
 pub use report::{FlushReport, ReceiptReport};
@@ -68,8 +69,9 @@ use batch::{Candidate, ClaimBatch};
 use outstanding::Taken;
 use serde_json::Value;
 use spread::{go_on_elsewhere, start_anywhere};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use task::{Task, Wait};
+use tasks::Tasks;
 
 /// Where a flush is (see the diagram in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +132,7 @@ pub struct Flush {
     id: FlushId,
     phase: Phase,
     requests: VecDeque<Request>,
-    tasks: BTreeMap<Token, Task>,
+    tasks: Tasks,
     next_token: Token,
     /// The round's sendable rows not claimed yet, in claim order.
     candidates: VecDeque<Candidate>,
@@ -175,7 +177,7 @@ impl Flush {
             id: out.begin(),
             phase,
             requests: VecDeque::new(),
-            tasks: BTreeMap::new(),
+            tasks: Tasks::default(),
             next_token: 1,
             candidates: VecDeque::new(),
             held: HashMap::new(),

@@ -231,7 +231,7 @@ impl Walker {
             // The cycle closes here: this object is kept whole, so the cycle is written back
             // as the same cycle. Its marker digests what the walk saw inside.
             self.kept.truncate(kept_before);
-            let digest = fnv(walked.value.to_string().as_bytes());
+            let digest = fnv(serde_json::to_string(&walked.value).unwrap_or_default().as_bytes());
             walked = self.foreign(v, Foreign { what: "a cycle".into(), marker: format!("Cycle:{digest:016x}") })?;
         }
         Ok(walked)
@@ -290,7 +290,10 @@ impl Walker {
         if reserved {
             // Read back as it is, this object could pass for a marker: it is kept whole.
             self.kept.truncate(kept_before);
-            let walked = self.foreign(v, reserved_key(&format!(":{:016x}", fnv(value.to_string().as_bytes()))))?;
+            let walked = self.foreign(
+                v,
+                reserved_key(&format!(":{:016x}", fnv(serde_json::to_string(&value).unwrap_or_default().as_bytes()))),
+            )?;
             return Ok(Walked { back_to, ..walked });
         }
         Ok(Walked { value, back_to })
