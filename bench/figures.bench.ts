@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { launch } from "../tests/soak/browser";
 import { startPeerOrigin, WORKBOX_VERSION } from "../tests/soak/peer";
 import { floorA, floorB } from "./lib/floors";
-import { enqueue, flush, ownPages, pages, posts } from "./lib/outbox";
+import { enqueue, flush, pagesInTurns, posts } from "./lib/outbox";
 import { ownerReads, READS } from "./lib/owner-reads";
 import { QUICK, SIZES as S } from "./lib/setup";
 import { packageSize } from "./lib/size";
@@ -49,19 +49,17 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
             ratio: `${times(r)} (Floor B ÷ flush)`, target: "≥ ×1.5", met: r >= 1.5, data: { n: size, ...f } });
     }
 
-    const one = await pages(context, page, 1, S.pages, S.runs);
+    // 1, 2 and 4 pages on one queue and 4 pages on their own owners, measured in turns.
+    const { one, two, four, own4 } = await pagesInTurns(context, page, S.pages, S.runs);
     add({ figure: `1 page draining one ${n(S.pages)}-row queue (${runsOf(one)})`, value: perRow(one.ms, S.pages),
           data: { n: S.pages, ...one } });
-    for (const k of [2, 4]) {
-      const m = await pages(context, page, k, S.pages, S.runs);
+    for (const [k, m] of [[2, two], [4, four]] as const) {
       const r = one.ms / m.ms;
       add({ figure: `${k} pages draining one ${n(S.pages)}-row queue, combined (${runsOf(m)})`,
             value: `${perRow(m.ms, S.pages)}, duplicate sends ${m.duplicates}, stale ${m.stale}`,
             ratio: `${times(r)} (combined ÷ 1 page)`, target: k === 4 ? "≥ ×1.0, 0 duplicates" : undefined,
             met: k === 4 ? r >= 1.0 && m.duplicates === 0 : undefined, data: { n: S.pages, pages: k, ...m } });
     }
-
-    const own4 = await ownPages(context, page, 4, S.pages, S.runs);
     add({ figure: `4 pages, each draining its own owner's ${n(S.pages / 4)} rows of one database (no shared rows), combined (${runsOf(own4)})`,
           value: perRow(own4.ms, S.pages), ratio: `${times(one.ms / own4.ms)} (combined ÷ 1 page)`, data: { n: S.pages, pages: 4, ...own4 } });
 

@@ -25,9 +25,6 @@ use wasm_bindgen_futures::JsFuture;
 /// rows at least once a second (a draining tab tells others every 50 ms, `notify.rs`).
 pub const DEFAULT_TURN_WAIT_MS: u32 = 1_000;
 
-/// How often a waiting flush looks at the time of the owner's last change.
-const POLL_MS: u32 = 100;
-
 /// This flush's turn: held until dropped (then the lock, if it was granted, is released).
 pub struct Turn {
     /// Resolves the promise the lock's callback returned, which releases the lock.
@@ -71,17 +68,20 @@ pub async fn take(inner: &Inner, owner: &str) -> Turn {
     if request.call2(&locks, &name.into(), &callback).is_err() {
         return turn;
     }
+    // Wakes when the wait would end if nothing changed since; goes on waiting (until then,
+    // from the latest change) while the holder keeps changing the owner's rows.
     let turn_wait = f64::from(inner.turn_wait_ms);
-    let lease = inner.tab.lease_ms as f64;
     let started = js_sys::Date::now();
+    let give_up_at = started + inner.tab.lease_ms as f64;
     loop {
-        let race = Promise::race(&Array::of2(&granted, &sleep(POLL_MS)));
-        if JsFuture::from(race).await.ok().and_then(|v| v.as_bool()) == Some(true) {
+        let last = inner.notifier.last_change(owner).max(started);
+        let now = js_sys::Date::now();
+        let wake = (last + turn_wait).min(give_up_at);
+        if now >= wake {
             return turn;
         }
-        let now = js_sys::Date::now();
-        let last = inner.notifier.last_change(owner).max(started);
-        if now - last >= turn_wait || now - started >= lease {
+        let race = Promise::race(&Array::of2(&granted, &sleep((wake - now).ceil() as u32)));
+        if JsFuture::from(race).await.ok().and_then(|v| v.as_bool()) == Some(true) {
             return turn;
         }
     }
