@@ -11,12 +11,15 @@
 // owner's last change in notify.rs: +1.9 KB, of which the wait inlined into `flush` ~0.6).
 // Lowered to 173,400 after ryu-js's `small` tables (−9.9 KB), the flush's tasks in a vector
 // instead of a BTreeMap (−4.5 KB) and JSON text by serde_json::to_string, not Display.
+// 173,400 → 175,000 for what a review of the turns found (+1.3 KB): a panic releases them,
+// a flush inside a send of the same tab shares its turn, a refused lock request, the
+// flush's deadline and a clock that never jumps back bound the wait.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 173_400;
+const BUDGET_GZIP_BYTES = 175_000;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -3,6 +3,7 @@
 //   db=<IndexedDB name>  tab=<tab id>  users=alice,bob  lease=<ms>
 //   clock=<epoch ms>     the page's clock is window.__now, moved by hand (tests)
 //   autoflush=0          no timer-driven flush (tests flush explicitly)
+//   turnWait=<ms>        the outbox's turnWaitMs (0: this tab's flushes never wait for another's)
 //   sw=1 | sw=0          register the flushing service worker (default: when autoflush is on)
 import init, { Outbox } from "/pkg/outbox_idb.js";
 import { RECORDS_SCHEMA, SYNC_TAG, reconcile, saveSession, transport } from "./transport.js";
@@ -23,6 +24,7 @@ const outbox = await Outbox.open({
   leaseMs,
   now: manualClock ? () => window.__now : () => Date.now(),
   backoff: { baseMs: 1000, capMs: 30000 },
+  ...(params.has("turnWait") ? { turnWaitMs: Number(params.get("turnWait")) } : {}),
   // The app's own records live in the outbox's database: a record and the operation that
   // sends it commit in one transaction, and so do an answer and the record it changes.
   records: RECORDS_SCHEMA,

@@ -19,12 +19,13 @@ export function uid(): string {
 /** One "tab": a page of the shared context with its own clock, tab id and database name. */
 export async function openTab(
   context: BrowserContext,
-  o: { db: string; tab: string; users: string[]; clock?: number; lease?: number },
+  o: { db: string; tab: string; users: string[]; clock?: number; lease?: number; turnWait?: number },
 ): Promise<Page> {
   const page = await context.newPage();
   const q = new URLSearchParams({
     db: o.db, tab: o.tab, users: o.users.join(","), clock: String(o.clock ?? T0),
     autoflush: "0", lease: String(o.lease ?? LEASE),
+    ...(o.turnWait === undefined ? {} : { turnWait: String(o.turnWait) }),
   });
   await page.goto(`/?${q}`);
   await page.waitForFunction(() => window.outboxDemo?.ready === true);

@@ -39,8 +39,9 @@ test("s13 row 1: an update over an in-flight update waits as its successor", asy
 });
 
 test("s13 row 2: two tabs claim one queued create at once, exactly one wins", async ({ context, request }) => {
-  const a = await openTab(context, { db, tab: "tab-a", users: [user] });
-  const b = await openTab(context, { db, tab: "tab-b", users: [user] });
+  // turnWait 0: the two flushes below race on the claim itself instead of taking turns.
+  const a = await openTab(context, { db, tab: "tab-a", users: [user], turnWait: 0 });
+  const b = await openTab(context, { db, tab: "tab-b", users: [user], turnWait: 0 });
   const c1 = await enqueue(a, { kind: "create", body: { entity: "plan", title: "x" } });
   const claim = (p: typeof a) => p.evaluate(([o, id]) => window.outboxDemo.outbox.claim(o, id), [user, c1.id]);
   const tickets = await Promise.all([claim(a), claim(b)]);
@@ -56,6 +57,21 @@ test("s13 row 2: two tabs claim one queued create at once, exactly one wins", as
   expect(sends).toBe(1);
   expect(await timesApplied(request, c2.id)).toBe(1);
   expect((await rows(a)).map((r) => r.id)).toEqual([c1.id]);
+});
+
+test("s13 row 2, taking turns: two pages flushing one queue at once, one sends it all and the other finds it sent", async ({ context, request }) => {
+  const a = await openTab(context, { db, tab: "tab-a", users: [user] });
+  const b = await openTab(context, { db, tab: "tab-b", users: [user] });
+  const ids: string[] = [];
+  for (let i = 0; i < 12; i++) ids.push((await enqueue(a, { kind: "create", body: { entity: "plan", title: `t${i}` } })).id);
+  let sends = 0;
+  for (const p of [a, b]) await p.route("**/api/records/**", (r) => { sends++; return r.continue(); });
+  const [ra, rb] = await Promise.all([flush(a), flush(b)]);
+  expect([ra.claimed, rb.claimed].sort((x, y) => x - y)).toEqual([0, 12]);
+  expect(ra.stale + rb.stale).toBe(0);
+  expect(sends).toBe(12);
+  for (const id of ids) expect(await timesApplied(request, id)).toBe(1);
+  expect(await rows(a)).toEqual([]);
 });
 
 test("s13 row 3: after the lease a tab takes over with fence 2; the old tab's late success changes nothing", async ({ context, request }) => {

@@ -125,6 +125,8 @@ pub struct Inner {
     /// of a target, at a time in a tab, across overlapping flushes).
     pub outstanding: RefCell<Outstanding>,
     pub notifier: Notifier,
+    /// The owners whose turn this tab's flushes hold (`turn.rs`).
+    pub turns: crate::turn::Held,
     now: Option<Function>,
     random: Option<Function>,
 }
@@ -144,6 +146,7 @@ impl Inner {
             counters: RefCell::new(Counters::default()),
             outstanding: RefCell::new(Outstanding::new()),
             notifier,
+            turns: Default::default(),
             now: opts.now,
             random: opts.random,
         }

@@ -15,12 +15,15 @@ use web_sys::{BroadcastChannel, MessageEvent};
 
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
-/// When each owner's rows last changed, in this tab or another (`Date.now()`, real time):
-/// a flush waiting for its turn watches it (`turn.rs`).
+/// When a flush last changed each owner's rows, in this tab or another (the wait's own
+/// clock, [`crate::turn::monotonic`]): a flush waiting for its turn watches it (`turn.rs`).
 type LastChanges = Rc<RefCell<Vec<(String, f64)>>>;
 
+/// The change a flush announces (its claims, answers, conversions).
+const FLUSH_CHANGE: &str = "flush";
+
 fn note_change(last: &LastChanges, owner: &str) {
-    let now = js_sys::Date::now();
+    let now = crate::turn::monotonic();
     let mut list = last.borrow_mut();
     match list.iter_mut().find(|(o, _)| o == owner) {
         Some(entry) => entry.1 = now,
@@ -178,8 +181,11 @@ impl Notifier {
             let last = last_changes.clone();
             let closure = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
                 let data = ev.data();
-                if let Some(owner) = js_sys::Reflect::get(&data, &"owner".into()).ok().and_then(|o| o.as_string()) {
-                    note_change(&last, &owner);
+                let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok().and_then(|v| v.as_string());
+                if field("change").as_deref() == Some(FLUSH_CHANGE) {
+                    if let Some(owner) = field("owner") {
+                        note_change(&last, &owner);
+                    }
                 }
                 deliver(&subs, &data);
             });
@@ -209,7 +215,7 @@ impl Notifier {
     /// [`Notifier::changed`], naming the app records the change wrote (`records:
     /// [{store, key}]`, present only when some were), so other tabs re-render only those.
     pub fn changed_records(&self, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) {
-        if let Some(o) = owner {
+        if let (FLUSH_CHANGE, Some(o)) = (what, owner) {
             note_change(&self.last_changes, o);
         }
         if !self.subscribers.borrow().is_empty() {
@@ -221,9 +227,9 @@ impl Notifier {
         }
     }
 
-    /// When `owner`'s rows last changed (in this tab, or in another as its notice says);
-    /// 0 when never since this outbox opened.
-    pub fn last_change(&self, owner: &str) -> f64 {
+    /// When a flush last changed `owner`'s rows (in this tab, or in another as its notice
+    /// says); 0 when never since this outbox opened.
+    pub fn last_flush_change(&self, owner: &str) -> f64 {
         self.last_changes.borrow().iter().find(|(o, _)| o == owner).map_or(0.0, |e| e.1)
     }
 

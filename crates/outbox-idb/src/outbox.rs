@@ -152,7 +152,8 @@ impl Outbox {
             }
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
             // this flush does, however it ends.
-            let _turn = crate::turn::take(&inner, &opts.owner).await;
+            let until_deadline = opts.deadline.map(|d| (d.0 - inner.now().0) as f64);
+            let _turn = crate::turn::take(&inner, &opts.owner, until_deadline).await;
             inner.check_open()?;
             let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());
             // A failure part way rejects with the report so far (`error.report`): the

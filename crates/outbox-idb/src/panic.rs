@@ -8,6 +8,7 @@
 //!   nothing);
 //! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
 //!   which would otherwise never settle;
+//! - it releases the turns of flushes (`turn.rs`), which no dropped future will;
 //! - it writes the message to `console.error`.
 //!
 //! The instance goes on: other calls, old handles and new `Outbox.open`s keep working
@@ -44,6 +45,7 @@ pub fn install() {
     std::panic::set_hook(Box::new(move |info| {
         let message = format!("outbox-idb: internal error, please report it: {info}");
         abort_armed();
+        crate::turn::release_all();
         if let Some(reject) = POLLED.with(Cell::take) {
             let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.clone()).into());
         }

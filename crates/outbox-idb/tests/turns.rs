@@ -192,3 +192,117 @@ async fn turn_wait_must_be_a_number_of_at_least_zero() {
     assert_eq!(code, "INVALID_ARGUMENT");
     assert!(message.contains("turnWaitMs"), "{message}");
 }
+
+/// `send` that logs `tab` in `globalThis[log]` and answers success after `ms`.
+fn slow_send(log: &str, tab: &str, ms: u32) -> JsValue {
+    js_fn(
+        "op",
+        &format!(
+            "(globalThis.{log} ||= []).push('{tab}');
+             return new Promise((r) => setTimeout(() => r({{type: 'success', receipt: {{}}}}), {ms}));"
+        ),
+    )
+}
+
+/// `p`'s report, or a panic naming `what` if it has not settled within 5 s.
+async fn within_5s(p: js_sys::Promise, what: &str) -> Value {
+    let fp = wasm_bindgen_futures::JsFuture::from(p);
+    match futures_util::future::select(fp, wasm_bindgen_futures::JsFuture::from(sleep(5_000))).await {
+        futures_util::future::Either::Left((r, _)) => outbox_idb::convert::from_js(&r.unwrap(), "report").unwrap(),
+        futures_util::future::Either::Right(_) => panic!("{what}"),
+    }
+}
+
+/// Options with minutes-long leases and waits: a flush that waited for a turn it should not
+/// wait for would not end within a test.
+fn patient(db: &str, tab: &str) -> JsValue {
+    let o = tab_options(db, tab, Some(600_000));
+    set(&o, "leaseMs", &600_000.into());
+    o
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_waits_as_long_as_the_holder_keeps_changing_the_owners_rows() {
+    let db = db_name("turns-busy");
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
+    // B gives up after 300 ms without a change; A's sends take 120 ms each, 8 of them.
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", Some(300))).await.unwrap();
+    enqueue_creates(&a, "alice", 8).await;
+    let fa = a.flush(flush_with("alice", slow_send("turnLog6", "a", 120)));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog6".into()).unwrap().is_undefined()).await;
+    let rb = ok(b.flush(flush_with("alice", slow_send("turnLog6", "b", 120)))).await;
+    let ra = ok(fa).await;
+    // A's answers kept coming more often than every 300 ms: B waited for all of them.
+    assert_eq!(ra["claimed"], json!(8), "{ra} {rb}");
+    assert_eq!(rb["claimed"], json!(0), "{ra} {rb}");
+    assert!(log_of("turnLog6").iter().all(|t| t == "a"));
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_that_fails_hands_its_turn_on() {
+    let db = db_name("turns-failed");
+    let a = std::rc::Rc::new(outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap());
+    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
+    enqueue_creates(&a, "alice", 3).await;
+    // A's first send closes A: its flush fails with CLOSED, holding the turn until then.
+    let close = Closure::<dyn FnMut()>::new({
+        let a = a.clone();
+        move || a.close()
+    });
+    Reflect::set(&js_sys::global(), &"turnClose7".into(), close.as_ref()).unwrap();
+    let closing = js_fn("op", "globalThis.turnClose7(); return {type: 'success', receipt: {}};");
+    let err = settle(a.flush(flush_with("alice", closing))).await.expect_err("the flush fails");
+    assert_eq!(coded(&err).0, "CLOSED");
+    let rb =
+        within_5s(b.flush(flush_with("alice", logging_send("turnLog7", "b"))), "B waited for a failed flush's turn")
+            .await;
+    assert_eq!(rb["claimed"], json!(2), "{rb}"); // A's first row is still A's (its lease runs)
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_started_inside_a_send_of_the_same_tab_does_not_wait_for_its_own_turn() {
+    let db = db_name("turns-nested");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    enqueue_creates(&a, "alice", 4).await;
+    let a: JsValue = a.into();
+    Reflect::set(&js_sys::global(), &"turnOutbox8".into(), &a).unwrap();
+    // The first send flushes the same owner again, in the same tab, and waits for it.
+    let send = js_fn(
+        "op",
+        "globalThis.turnSends8 = (globalThis.turnSends8 || 0) + 1;
+         if (globalThis.turnSends8 === 1) {
+           const inner = (o) => { globalThis.turnSends8 += 1; return {type: 'success', receipt: {}}; };
+           return globalThis.turnOutbox8.flush({owner: 'alice', send: inner})
+             .then((r) => { globalThis.turnInner8 = r; return {type: 'success', receipt: {}}; });
+         }
+         return {type: 'success', receipt: {}};",
+    );
+    let flush: js_sys::Function = Reflect::get(&a, &"flush".into()).unwrap().into();
+    let outer: js_sys::Promise = flush.call1(&a, &flush_with("alice", send)).unwrap().into();
+    let ra = within_5s(outer, "the inner flush waited for its own tab's turn").await;
+    let inner: Value = outbox_idb::convert::from_js(&get(&js_sys::global(), "turnInner8"), "inner").unwrap();
+    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
+    assert_eq!(claimed(&ra) + claimed(&inner), 4, "{ra} {inner}");
+    assert!(claimed(&inner) > 0, "the inner flush sent the rows the outer one was not sending: {inner}");
+}
+
+#[wasm_bindgen_test]
+async fn without_web_locks_flushes_run_side_by_side() {
+    let db = db_name("turns-nolocks");
+    let nav = get(&js_sys::global(), "navigator");
+    let shadow = js("n", "Object.defineProperty(n, 'locks', {value: undefined, configurable: true});");
+    shadow.call1(&JsValue::NULL, &nav).unwrap();
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", None)).await.unwrap();
+    enqueue_creates(&a, "alice", 10).await;
+    let (ra, rb) = join(
+        ok(a.flush(flush_with("alice", logging_send("turnLog9", "a")))),
+        ok(b.flush(flush_with("alice", logging_send("turnLog9", "b")))),
+    )
+    .await;
+    js("n", "delete n.locks;").call1(&JsValue::NULL, &nav).unwrap();
+    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
+    assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
+    assert!(claimed(&ra) > 0 && claimed(&rb) > 0, "both ran at once: {ra} {rb}");
+    assert_eq!(log_of("turnLog9").len(), 10);
+}
