@@ -49,8 +49,9 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
             ratio: `${times(r)} (Floor B ÷ flush)`, target: "≥ ×1.5", met: r >= 1.5, data: { n: size, ...f } });
     }
 
-    // 1, 2 and 4 pages on one queue and 4 pages on their own owners, measured in turns.
-    const { one, two, four, own4 } = await pagesInTurns(context, page, S.pages, S.runs);
+    // 1, 2 and 4 pages on one queue, 4 pages on their own owners and 1 page beside 3 idle
+    // ones, measured in turns.
+    const { one, two, four, own4, idle4 } = await pagesInTurns(context, page, S.pages, S.runs);
     add({ figure: `1 page draining one ${n(S.pages)}-row queue (${runsOf(one)})`, value: perRow(one.ms, S.pages),
           data: { n: S.pages, ...one } });
     for (const [k, m] of [[2, two], [4, four]] as const) {
@@ -62,6 +63,8 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
     }
     add({ figure: `4 pages, each draining its own owner's ${n(S.pages / 4)} rows of one database (no shared rows), combined (${runsOf(own4)})`,
           value: perRow(own4.ms, S.pages), ratio: `${times(one.ms / own4.ms)} (combined ÷ 1 page)`, data: { n: S.pages, pages: 4, ...own4 } });
+    add({ figure: `1 page draining one ${n(S.pages)}-row queue with 3 more pages open on the database and idle (${runsOf(idle4)})`,
+          value: perRow(idle4.ms, S.pages), ratio: `${times(one.ms / idle4.ms)} (1 page alone ÷ this)`, data: { n: S.pages, pages: 4, ...idle4 } });
 
     const alone = await posts(context, page, S.fetchSmall, S.runs);
     for (const [i, size] of [S.fetchSmall, S.fetchLarge].entries()) {

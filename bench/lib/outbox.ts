@@ -33,15 +33,19 @@ export async function flush(context: BrowserContext, page: Page, n: number, runs
   });
 }
 
-/** One run of `k` pages flushing one queue of `n` rows at once: the combined time (ms), and sends beyond one per row. */
-async function pagesOnce(context: BrowserContext, page: Page, k: number, n: number) {
+/**
+ * One run of `k` pages flushing one queue of `n` rows at once: the combined time (ms), and
+ * sends beyond one per row. `idle`: the other pages are open on the database but only the
+ * first flushes — what having them open costs, whatever they do.
+ */
+async function pagesOnce(context: BrowserContext, page: Page, k: number, n: number, idle = false) {
   const db = fresh(`pages-${k}`);
   const owner = fresh("owner");
   await benchPage(context, db, "tab-0", page);
   await call(page, "seed", owner, n);
   const all = [page];
   for (let i = 1; i < k; i++) all.push(await benchPage(context, db, `tab-${i}`));
-  const reports = await Promise.all(all.map((p) => call(p, "flush", owner, "instant")));
+  const reports = await Promise.all((idle ? [page] : all).map((p) => call(p, "flush", owner, "instant")));
   const sent: string[] = (await Promise.all(all.map((p) => call<string[]>(p, "takeSent")))).flat();
   const left = await call<number>(page, "left", owner);
   for (const p of all.slice(1)) await p.close();
@@ -71,8 +75,8 @@ async function ownPagesOnce(context: BrowserContext, page: Page, k: number, n: n
 type PagesFigure = { ms: number; runs: number[]; duplicates: number; stale: number };
 
 /**
- * 1, 2 and 4 pages draining one queue of `n` rows, and 4 pages each draining its own owner's
- * share, measured in turns — one run of each, `runs` times — so that all four go through the
+ * 1, 2 and 4 pages draining one queue of `n` rows, 4 pages each draining its own owner's
+ * share, and 1 page draining it with 3 more open and idle, measured in turns — one run of each, `runs` times — so that all four go through the
  * same state of the profile's disk: measured one after the other, the later figures paid for
  * the storage the earlier ones left (the origin's databases share one backing store).
  */
@@ -91,12 +95,13 @@ export async function pagesInTurns(context: BrowserContext, page: Page, n: numbe
       add(String(k), r.ms, r.duplicates, r.stale);
     }
     add("own4", await ownPagesOnce(context, page, 4, n));
+    add("idle4", (await pagesOnce(context, page, 4, n, true)).ms);
   }
   const figure = (key: string): PagesFigure => {
     const a = acc.get(key)!;
     return { ms: median(a.runs), ...a };
   };
-  return { one: figure("1"), two: figure("2"), four: figure("4"), own4: figure("own4") };
+  return { one: figure("1"), two: figure("2"), four: figure("4"), own4: figure("own4"), idle4: figure("idle4") };
 }
 
 /** The network alone: `n` POSTs to the gate from the page, `inFlight` at a time, no IndexedDB. */
