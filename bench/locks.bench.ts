@@ -4,6 +4,8 @@
 // context that gets it drains, the other stays idle). Prints wall time and wasted claims
 // (`stale`: rows the other context took first). The lock is taken in the code evaluated
 // here, in both contexts, so the package and the demo are unchanged by the experiment.
+// Since the package's own flushes take turns (src/turn.rs), "free for all" runs with those
+// turns: the comparison is now the package's turns against an `ifAvailable` lock.
 import { expect, test, type BrowserContext, type Page } from "@playwright/test";
 
 const N = Number(process.env.LOCKS_ROWS ?? 100);
