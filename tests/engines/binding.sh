@@ -11,7 +11,7 @@ engines=("$@"); [ ${#engines[@]} -eq 0 ] && engines=(firefox webkit)
 # million parts, which takes Firefox and WebKit up to ~20 s in a debug build.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
 # The debug test build's wasm stack, as scripts/test.sh step 6 sets it (see there).
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C link-arg=-zstack-size=8388608}"
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C link-arg=-zstack-size=16777216}"
 caps="$(mktemp -d)"
 trap 'rm -rf "$caps"' EXIT
 

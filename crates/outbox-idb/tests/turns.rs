@@ -54,26 +54,36 @@ fn log_of(log: &str) -> Vec<String> {
     js_sys::Array::from(&v).iter().map(|s| s.as_string().unwrap()).collect()
 }
 
-#[wasm_bindgen_test]
-async fn two_tabs_flushing_one_owner_at_once_take_turns_one_sends_everything() {
-    let db = db_name("turns");
-    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
-    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", None)).await.unwrap();
+/// Tabs A and B (with `turn_wait_ms`) on a new database with ten queued creates, flushing
+/// at once; their reports. Every send is logged in `globalThis[log]`.
+async fn two_tabs_flush_ten(test: &str, turn_wait_ms: Option<u32>, log: &str) -> (Value, Value) {
+    let db = db_name(test);
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", turn_wait_ms)).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", turn_wait_ms)).await.unwrap();
     enqueue_creates(&a, "alice", 10).await;
-    let (ra, rb) = join(
-        ok(a.flush(flush_with("alice", logging_send("turnLog1", "a")))),
-        ok(b.flush(flush_with("alice", logging_send("turnLog1", "b")))),
+    let reports = join(
+        ok(a.flush(flush_with("alice", logging_send(log, "a")))),
+        ok(b.flush(flush_with("alice", logging_send(log, "b")))),
     )
     .await;
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]), "the queue was drained");
+    reports
+}
+
+fn claimed(report: &Value) -> u64 {
+    report["claimed"].as_u64().unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn two_tabs_flushing_one_owner_at_once_take_turns_one_sends_everything() {
+    let (ra, rb) = two_tabs_flush_ten("turns", None, "turnLog1").await;
     // One flush had the turn and sent all ten; the other ran after it and found nothing.
-    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
     assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
     assert!(claimed(&ra) == 10 || claimed(&rb) == 10, "interleaved: {ra} {rb}");
     assert_eq!(ra["stale"].as_u64().unwrap() + rb["stale"].as_u64().unwrap(), 0, "{ra} {rb}");
     let log = log_of("turnLog1");
     assert_eq!(log.len(), 10, "one send per row: {log:?}");
     assert!(log.iter().all(|t| *t == log[0]), "sends of one tab only: {log:?}");
-    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
 }
 
 #[wasm_bindgen_test]
@@ -146,16 +156,7 @@ async fn wait_for(cond: impl Fn() -> bool) {
 
 #[wasm_bindgen_test]
 async fn with_turn_wait_zero_flushes_run_side_by_side() {
-    let db = db_name("turns-off");
-    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", Some(0))).await.unwrap();
-    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", Some(0))).await.unwrap();
-    enqueue_creates(&a, "alice", 10).await;
-    let (ra, rb) = join(
-        ok(a.flush(flush_with("alice", logging_send("turnLog3", "a")))),
-        ok(b.flush(flush_with("alice", logging_send("turnLog3", "b")))),
-    )
-    .await;
-    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
+    let (ra, rb) = two_tabs_flush_ten("turns-off", Some(0), "turnLog3").await;
     assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
     // Both took part (every row still went once).
     assert!(claimed(&ra) > 0 && claimed(&rb) > 0, "{ra} {rb}");
@@ -281,27 +282,17 @@ async fn a_flush_started_inside_a_send_of_the_same_tab_does_not_wait_for_its_own
     let outer: js_sys::Promise = flush.call1(&a, &flush_with("alice", send)).unwrap().into();
     let ra = within_5s(outer, "the inner flush waited for its own tab's turn").await;
     let inner: Value = outbox_idb::convert::from_js(&get(&js_sys::global(), "turnInner8"), "inner").unwrap();
-    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
     assert_eq!(claimed(&ra) + claimed(&inner), 4, "{ra} {inner}");
     assert!(claimed(&inner) > 0, "the inner flush sent the rows the outer one was not sending: {inner}");
 }
 
 #[wasm_bindgen_test]
 async fn without_web_locks_flushes_run_side_by_side() {
-    let db = db_name("turns-nolocks");
     let nav = get(&js_sys::global(), "navigator");
     let shadow = js("n", "Object.defineProperty(n, 'locks', {value: undefined, configurable: true});");
     shadow.call1(&JsValue::NULL, &nav).unwrap();
-    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
-    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", None)).await.unwrap();
-    enqueue_creates(&a, "alice", 10).await;
-    let (ra, rb) = join(
-        ok(a.flush(flush_with("alice", logging_send("turnLog9", "a")))),
-        ok(b.flush(flush_with("alice", logging_send("turnLog9", "b")))),
-    )
-    .await;
+    let (ra, rb) = two_tabs_flush_ten("turns-nolocks", None, "turnLog9").await;
     js("n", "delete n.locks;").call1(&JsValue::NULL, &nav).unwrap();
-    let claimed = |r: &Value| r["claimed"].as_u64().unwrap();
     assert_eq!(claimed(&ra) + claimed(&rb), 10, "{ra} {rb}");
     assert!(claimed(&ra) > 0 && claimed(&rb) > 0, "both ran at once: {ra} {rb}");
     assert_eq!(log_of("turnLog9").len(), 10);
