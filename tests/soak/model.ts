@@ -242,7 +242,12 @@ export class Model {
         }
         await this.withLock(rec, async () => {
           const body = this.fields(rec.entity, draw);
-          if (draw() < 0.5) {
+          // A re-issued row keeps its place (its `savedAt`, docs/contract.md §7): edits of
+          // the record queued behind it are sent after it and win. Re-saving new values
+          // through `retryBlocked` is then not the user's last write, so a user with newer
+          // edits pending drops the failed one and saves again instead.
+          const behind = rows.some((x) => x.target === row.target && x.id !== row.id);
+          if (draw() < 0.5 && !behind) {
             const op: Op = { kind: "retry", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
             this.retriesByW.set(op.w, op);
             const { ok, before, after } = await page.evaluate(async ([o, id, b, t]) => {

@@ -62,8 +62,8 @@ export interface OpenOptions {
    * Flushes of one owner take turns across tabs: while another tab's flush of the owner is
    * running and changing its rows, a flush waits for it to end, then sends what is left.
    * It stops waiting (and runs beside it, as safely: every row is still claimed) once it
-   * sees no change of the owner's rows for this long, or after one lease (default 1000 ms;
-   * 0: never wait). Uses Web Locks where the engine has them.
+   * sees no flush change the owner's rows for this long, after one lease, or at its
+   * `deadline` (default 1000 ms; 0: never wait). Uses Web Locks where the engine has them.
    */
   turnWaitMs?: number;
   /**
