@@ -297,3 +297,38 @@ async fn without_web_locks_flushes_run_side_by_side() {
     assert!(claimed(&ra) > 0 && claimed(&rb) > 0, "both ran at once: {ra} {rb}");
     assert_eq!(log_of("turnLog9").len(), 10);
 }
+
+#[wasm_bindgen_test]
+async fn only_a_flushs_changes_keep_a_waiting_flush_waiting() {
+    let db = db_name("turns-enqueues");
+    let a = outbox_idb::Outbox::open_with(tab_options(&db, "tab-a", None)).await.unwrap();
+    // B gives up after 300 ms without a flush's change; its lease (the longest wait) is 10 s.
+    let b = outbox_idb::Outbox::open_with(tab_options(&db, "tab-b", Some(300))).await.unwrap();
+    let c = outbox_idb::Outbox::open_with(tab_options(&db, "tab-c", None)).await.unwrap();
+    enqueue_creates(&a, "alice", 3).await;
+    // A's flush holds the turn and is stuck on its first row.
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog10", "turnRelease10")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog10".into()).unwrap().is_undefined()).await;
+    // Meanwhile C keeps enqueueing for alice every 50 ms until B's flush ends: changes of
+    // her rows, but no flush's. Were they counted, B would wait its whole lease (10 s).
+    let b_done = std::cell::Cell::new(false);
+    let fb = async {
+        let fb = b.flush(flush_with("alice", logging_send("turnLog10b", "b")));
+        let r = within_5s(fb, "C's enqueues kept B waiting for a stuck flush").await;
+        b_done.set(true);
+        r
+    };
+    let enqueues = async {
+        let mut i = 0;
+        while !b_done.get() && i < 200 {
+            let op = obj(json!({"owner": "alice", "kind": "create", "body": {"c": i}}));
+            ok(c.enqueue(op, JsValue::UNDEFINED)).await;
+            wasm_bindgen_futures::JsFuture::from(sleep(50)).await.unwrap();
+            i += 1;
+        }
+    };
+    let (rb, ()) = join(fb, enqueues).await;
+    assert!(claimed(&rb) >= 2, "B sent A's other rows: {rb}");
+    release("turnRelease10");
+    ok(fa).await;
+}
