@@ -80,9 +80,11 @@ test("offline edits, every page closed, back online: the browser's sync event ha
   // context's network here), and the worker's `sync` listener sends the rows.
   await context.setOffline(false);
   await expect.poll(async () => Object.keys(await appliedById(request)).length, { timeout: 30_000 }).toBe(4);
+  // The rows are applied before the worker's flush ends and writes its history entry.
+  const synced = () => worker.evaluate(() => (self as any).outboxSw.history.filter((h: any) => h.why === "sync" && h.claimed > 0).length);
+  await expect.poll(synced, { timeout: 30_000 }).toBeGreaterThan(0);
   const history = await worker.evaluate(() => (self as any).outboxSw.history);
-  expect(history.filter((h: any) => h.why === "sync" && h.claimed > 0).length, JSON.stringify(history)).toBeGreaterThan(0);
-  expect(history.reduce((n: number, h: any) => n + h.claimed, 0)).toBe(4);
+  expect(history.reduce((n: number, h: any) => n + h.claimed, 0), JSON.stringify(history)).toBe(4);
   const applied = await appliedById(request);
   for (const row of made) expect(applied[row.id], row.id).toBe(1);
   // Sent once each over the network (a repeat would be answered from the gate's ledger
