@@ -152,7 +152,7 @@ impl Outbox {
             }
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
             // this flush does, however it ends.
-            let until_deadline = opts.deadline.map(|d| (d.0 - inner.now().0) as f64);
+            let until_deadline = opts.deadline.map(|d| d.0.saturating_sub(inner.now().0) as f64);
             let _turn = crate::turn::take(&inner, &opts.owner, until_deadline).await;
             inner.check_open()?;
             let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());

@@ -2,9 +2,8 @@
 //! were slower together than one page alone, even when they shared no row).
 //!
 //! A flush first asks for the Web Lock `outbox-flush:<length of dbName>:<dbName>:<owner>`
-//! and keeps it until it
-//! ends, so while one tab drains an owner's queue the others wait instead of racing it, then
-//! find what is left. The lock is only a courtesy: every row is still claimed by its own
+//! (the length in UTF-8 bytes) and keeps it until it ends, so while one tab drains an
+//! owner's queue the others wait instead of racing it, then find what is left. The lock is only a courtesy: every row is still claimed by its own
 //! compare-and-swap (§5), so a flush that runs without it is as safe as before, only
 //! slower beside others. It runs without it when
 //!
@@ -15,11 +14,13 @@
 //! - the wait has lasted a whole lease (`leaseMs`), whatever the changes, or reached the
 //!   flush's `deadline`.
 //!
-//! The wait runs on its own clock (`performance.now()`), not the injected one.
+//! A request it stops waiting on is withdrawn. The wait runs on its own clock
+//! (`performance.now()`), not the injected one.
 //!
 //! The browser releases the lock of a tab that closes or crashes; a flush that fails
 //! releases it when its [`Turn`] is dropped, and a panic (which drops nothing: the module
-//! aborts) releases every turn of the instance from its hook (`panic.rs`). A flush of an
+//! aborts) releases every turn of the instance from its hook (`panic.rs`) and forgets that
+//! the tabs hold them. A flush of an
 //! owner whose turn this tab already holds (a flush started from inside another's `send`)
 //! does not wait for itself: the tab's flushes share its turn (§8 keeps them apart).
 
@@ -43,10 +44,17 @@ const MAX_SLEEP_MS: f64 = 60_000.0;
 pub type Held = Rc<RefCell<Vec<String>>>;
 
 thread_local! {
-    /// The release of every turn of the instance, by turn: a panic calls them all.
-    static RELEASES: RefCell<Vec<(u64, Function)>> = const { RefCell::new(Vec::new()) };
+    /// Every turn of the instance by number: its release and its tab's turns. A panic
+    /// releases them all and empties the lists (no `Turn` will be dropped).
+    static RELEASES: RefCell<Vec<(u64, Function, Held)>> = const { RefCell::new(Vec::new()) };
     static NEXT: Cell<u64> = const { Cell::new(0) };
 }
+
+/// Where a lock request stands: its callback and the wait read and write it.
+const WAITING: u8 = 0;
+const GRANTED: u8 = 1;
+/// The wait went on without the lock: a grant that comes later passes the lock straight on.
+const GAVE_UP: u8 = 2;
 
 /// This flush's turn: held until dropped (then the lock, if it was granted, is released).
 pub struct Turn {
@@ -55,12 +63,15 @@ pub struct Turn {
     release: Option<(u64, Function)>,
     /// The tab's turns and the owner this one counts for there, once the lock is granted.
     held: Option<(Held, String)>,
+    /// The lock's callback. Dropped with the turn: a grant after that makes it throw, which
+    /// passes the lock straight on, and frees it (a callback never called would leak).
+    _callback: Option<Closure<dyn FnMut(JsValue) -> JsValue>>,
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
         if let Some((id, f)) = self.release.take() {
-            RELEASES.with(|r| r.borrow_mut().retain(|(i, _)| *i != id));
+            RELEASES.with(|r| r.borrow_mut().retain(|(i, _, _)| *i != id));
             let _ = f.call0(&JsValue::NULL);
         }
         if let Some((held, owner)) = self.held.take() {
@@ -72,11 +83,15 @@ impl Drop for Turn {
     }
 }
 
-/// Releases every turn of the instance (the panic hook: no `Turn` will be dropped).
+/// Releases every turn of the instance (the panic hook: no `Turn` will be dropped), and
+/// forgets that the tabs hold them, so that their next flushes ask again.
 pub fn release_all() {
     let all = RELEASES.with(|r| r.try_borrow_mut().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default());
-    for (_, f) in all {
+    for (_, f, held) in all {
         let _ = f.call0(&JsValue::NULL);
+        if let Ok(mut held) = held.try_borrow_mut() {
+            held.clear();
+        }
     }
 }
 
@@ -91,71 +106,117 @@ pub fn monotonic() -> f64 {
         .unwrap_or_else(js_sys::Date::now)
 }
 
-/// Waits for the owner's turn (see the module's doc for when it goes on without it), for
-/// at most `until_deadline` ms (the flush's `deadline`, as ms from now).
-///
-/// A request given up on is not withdrawn: when the lock comes to it, its callback returns
-/// the promise this turn resolved when it dropped, so the lock passes straight on.
-pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Turn {
-    let mut turn = Turn { release: None, held: None };
-    if inner.turn_wait_ms == 0 || inner.turns.borrow().iter().any(|o| o == owner) {
-        return turn;
-    }
-    let Some((locks, request)) = lock_request() else { return turn };
-    // The lock is held until `hold` resolves; `granted` resolves with `true` when the
-    // callback runs, or with the error if the engine refuses the request.
-    let mut release = None;
-    let hold = Promise::new(&mut |resolve, _| release = Some(resolve));
-    let Some(release) = release else { return turn };
-    let id = NEXT.with(|n| n.replace(n.get() + 1));
-    RELEASES.with(|r| r.borrow_mut().push((id, release.clone())));
-    turn.release = Some((id, release));
-    let mut granted_resolve = None;
-    let granted = Promise::new(&mut |resolve, _| granted_resolve = Some(resolve));
-    let Some(granted_resolve) = granted_resolve else { return turn };
-    let on_refusal = granted_resolve.clone();
-    let callback = Closure::once_into_js(move |_lock: JsValue| -> JsValue {
-        let _ = granted_resolve.call1(&JsValue::NULL, &JsValue::TRUE);
-        hold.into()
-    });
-    // The length of the database's name first: names holding `:` cannot meet.
-    let db = inner.store.name();
+/// The lock's name: the length of the database's name (in UTF-8 bytes) first, so that
+/// names holding `:` cannot meet.
+fn lock_name(db: &str, owner: &str) -> String {
     let mut name = String::from("outbox-flush:");
     name.push_str(&db.len().to_string());
     name.push(':');
     name.push_str(db);
     name.push(':');
     name.push_str(owner);
-    let Ok(asked) = request.call2(&locks, &name.into(), &callback) else { return turn };
-    // A refusal (an opaque origin, a document no longer active) rejects the request: the
-    // flush goes on at once, and the rejection counts as handled.
+    name
+}
+
+/// Waits for the owner's turn (see the module's doc for when it goes on without it), for
+/// at most `until_deadline` ms (the flush's `deadline`, as ms from now).
+///
+/// A request given up on is withdrawn (`AbortSignal`) where the engine can; a grant that
+/// comes anyway hands the lock straight on.
+pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Turn {
+    let mut turn = Turn { release: None, held: None, _callback: None };
+    if inner.turn_wait_ms == 0 || inner.turns.borrow().iter().any(|o| o == owner) {
+        return turn;
+    }
+    let Some((locks, request)) = lock_request() else { return turn };
+    // The lock is held until `hold` resolves; `granted` resolves with `true` when the
+    // callback runs, with `false` if the engine refuses the request.
+    let mut release = None;
+    let hold = Promise::new(&mut |resolve, _| release = Some(resolve));
+    let Some(release) = release else { return turn };
+    let id = NEXT.with(|n| n.replace(n.get() + 1));
+    RELEASES.with(|r| r.borrow_mut().push((id, release.clone(), inner.turns.clone())));
+    turn.release = Some((id, release));
+    let mut granted_resolve = None;
+    let granted = Promise::new(&mut |resolve, _| granted_resolve = Some(resolve));
+    let Some(granted_resolve) = granted_resolve else { return turn };
+    let on_refusal = granted_resolve.bind1(&JsValue::NULL, &JsValue::FALSE);
+    let state = Rc::new(Cell::new(WAITING));
+    let callback = Closure::once({
+        let state = state.clone();
+        move |_lock: JsValue| -> JsValue {
+            if state.get() == GAVE_UP {
+                return JsValue::UNDEFINED;
+            }
+            state.set(GRANTED);
+            let _ = granted_resolve.call1(&JsValue::NULL, &JsValue::TRUE);
+            hold.into()
+        }
+    });
+    let abort = abort_controller();
+    let lock_options = js_sys::Object::new();
+    if let Some(signal) = abort.as_ref().and_then(|a| Reflect::get(a, &"signal".into()).ok()) {
+        let _ = Reflect::set(&lock_options, &"signal".into(), &signal);
+    }
+    let name = lock_name(inner.store.name(), owner);
+    let asked = request.call3(&locks, &name.into(), &lock_options, callback.as_ref());
+    turn._callback = Some(callback);
+    let Ok(asked) = asked else { return turn };
+    // A refusal (an opaque origin, a document no longer active) or the withdrawal rejects
+    // the request: the flush goes on at once, and the rejection counts as handled.
     if let Some(then) = Reflect::get(&asked, &"then".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
         let _ = then.call2(&asked, &JsValue::UNDEFINED, &on_refusal);
     }
-    // Wakes when the wait would end if nothing changed since; goes on waiting (until then,
-    // from the latest change) while the holder keeps changing the owner's rows.
+    if wait(inner, owner, until_deadline, &granted, &state).await {
+        inner.turns.borrow_mut().push(owner.to_owned());
+        turn.held = Some((inner.turns.clone(), owner.to_owned()));
+    } else {
+        state.set(GAVE_UP);
+        if let Some(abort) = abort {
+            if let Some(f) = Reflect::get(&abort, &"abort".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
+                let _ = f.call0(&abort);
+            }
+        }
+    }
+    turn
+}
+
+/// Whether the lock came before the wait ended: it wakes when the wait would end if
+/// nothing changed since, and goes on waiting (until then, from the latest change) while
+/// the holder keeps changing the owner's rows.
+async fn wait(inner: &Inner, owner: &str, until_deadline: Option<f64>, granted: &Promise, state: &Cell<u8>) -> bool {
     let turn_wait = f64::from(inner.turn_wait_ms);
     let started = monotonic();
     let give_up_at = started + (inner.tab.lease_ms as f64).min(until_deadline.unwrap_or(f64::INFINITY));
     loop {
+        // A grant whose news has not come through yet still counts.
+        if state.get() == GRANTED {
+            return true;
+        }
+        if inner.check_open().is_err() {
+            return false; // closed meanwhile: the flush fails with `CLOSED` at once
+        }
         let last = inner.notifier.last_flush_change(owner).max(started);
         let now = monotonic();
         let wake = (last + turn_wait).min(give_up_at);
         if now >= wake {
-            return turn;
+            return false;
         }
-        let race = Promise::race(&Array::of2(&granted, &sleep((wake - now).min(MAX_SLEEP_MS).ceil() as u32)));
+        let race = Promise::race(&Array::of2(granted, &sleep((wake - now).min(MAX_SLEEP_MS).ceil() as u32)));
         match JsFuture::from(race).await {
             Ok(v) if v.is_undefined() => {} // the sleep ended
-            Ok(v) if v.as_bool() == Some(true) => {
-                inner.turns.borrow_mut().push(owner.to_owned());
-                turn.held = Some((inner.turns.clone(), owner.to_owned()));
-                return turn;
-            }
-            _ => return turn, // refused: no lock to wait for
+            Ok(v) if v.as_bool() == Some(true) => return true,
+            _ => return state.get() == GRANTED, // refused: no lock to wait for
         }
     }
 }
+
+/// A new `AbortController`, where the engine has one.
+fn abort_controller() -> Option<JsValue> {
+    let ctor: Function = global_fn("AbortController")?;
+    Reflect::construct(&ctor, &Array::new()).ok()
+}
+
 /// `navigator.locks` of the global scope (a window or a worker) and its `request`, if
 /// offered, with `setTimeout` (which the wait needs).
 fn lock_request() -> Option<(JsValue, Function)> {

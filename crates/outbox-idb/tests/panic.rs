@@ -90,3 +90,43 @@ async fn after_a_panic_other_outboxes_and_new_ones_keep_working() {
     let rows = settled(after.rows(JsValue::from_str("o"))).await.unwrap();
     assert_eq!(Array::from(&rows).length(), 2);
 }
+
+#[wasm_bindgen_test]
+async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck() {
+    outbox_idb::panic::install();
+    let db = db_name("panic-turns");
+    // Minutes-long leases and turn waits: only a released turn lets B's flush run.
+    let patient = |tab: &str| {
+        let o = options(&db, tab);
+        set(&o, "leaseMs", &600_000.into());
+        set(&o, "turnWaitMs", &600_000.into());
+        set(&o, "concurrency", &1.into());
+        o
+    };
+    let a = outbox_idb::Outbox::open_with(patient("a")).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(patient("b")).await.unwrap();
+    for i in 0..3 {
+        let op = obj(json!({"owner": "o", "kind": "create", "body": {"n": i}}));
+        settled(a.enqueue(op, JsValue::UNDEFINED)).await.unwrap();
+    }
+    // A's flush takes the turn and its send never answers: a future the panic strands.
+    let never = js_fn("op", "globalThis.panicTurnSent = true; return new Promise(() => {});");
+    let flush = |send: JsValue| {
+        let o = obj(json!({"owner": "o"}));
+        set(&o, "send", &send);
+        o
+    };
+    let _stuck = a.flush(flush(never));
+    while get(&js_sys::global(), "panicTurnSent").is_undefined() {
+        let pause: Promise =
+            js("", "return new Promise((r) => setTimeout(r, 5));").call0(&JsValue::NULL).unwrap().into();
+        JsFuture::from(pause).await.unwrap();
+    }
+    let store = Store::open(&db_name("panic-turns-store")).await.unwrap();
+    settled(panicking_replace(store)).await.expect_err("a panic rejects the call");
+    // B's flush gets the turn and sends the two rows A is not sending.
+    let done = js_fn("op", "return {type: 'success', receipt: {}};");
+    let report = settled(b.flush(flush(done))).await.expect("B's flush ends");
+    let report: Value = outbox_idb::convert::from_js(&report, "report").unwrap();
+    assert_eq!(report["claimed"], json!(2), "{report}");
+}

@@ -332,3 +332,80 @@ async fn only_a_flushs_changes_keep_a_waiting_flush_waiting() {
     release("turnRelease10");
     ok(fa).await;
 }
+
+#[wasm_bindgen_test]
+async fn a_flush_waits_for_a_turn_at_most_its_lease_however_busy_the_holder() {
+    let db = db_name("turns-lease");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    // B would wait for ever on A's changes; its lease (400 ms) is the longest it waits.
+    let b = tab_options(&db, "tab-b", Some(600_000));
+    set(&b, "leaseMs", &400.into());
+    let b = outbox_idb::Outbox::open_with(b).await.unwrap();
+    // A sends 30 rows, 60 ms each (about 2 s), changing alice's rows all along.
+    enqueue_creates(&a, "alice", 30).await;
+    let fa = a.flush(flush_with("alice", slow_send("turnLog11", "a", 60)));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog11".into()).unwrap().is_undefined()).await;
+    let rb = ok(b.flush(flush_with("alice", slow_send("turnLog11", "b", 60)))).await;
+    let ra = ok(fa).await;
+    assert!(claimed(&rb) > 0, "B waited past its lease for A's whole flush: {ra} {rb}");
+    assert_eq!(claimed(&ra) + claimed(&rb), 30, "{ra} {rb}");
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_waits_for_a_turn_at_most_until_its_deadline() {
+    let db = db_name("turns-deadline");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
+    enqueue_creates(&a, "alice", 3).await;
+    // A holds the turn, stuck on its first row; B's wait and lease are minutes long.
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog12", "turnRelease12")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog12".into()).unwrap().is_undefined()).await;
+    // B's flush has a deadline 300 ms after now (the clock stands still): it stops waiting
+    // then and sends what A is not sending.
+    let opts = flush_with("alice", logging_send("turnLog12b", "b"));
+    set(&opts, "deadline", &(T0 + 300.0).into());
+    let rb = within_5s(b.flush(opts), "B waited for a stuck turn past its flush's deadline").await;
+    assert_eq!(rb["claimed"], json!(2), "{rb}");
+    release("turnRelease12");
+    ok(fa).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_turn_given_up_on_is_withdrawn_not_granted_later() {
+    let db = db_name("turns-withdrawn");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    let b: JsValue = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap().into();
+    enqueue_creates(&a, "alice", 3).await;
+    // A holds the turn, stuck on its first row.
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog13", "turnRelease13")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog13".into()).unwrap().is_undefined()).await;
+    Reflect::set(&js_sys::global(), &"turnFlushA13".into(), &fa).unwrap();
+    Reflect::set(&js_sys::global(), &"turnOutboxB13".into(), &b).unwrap();
+    // B stops waiting at its deadline and sends a row; in that send, A is let go and ends
+    // (handing its turn on), then B flushes alice again. Had B's request stayed queued, the
+    // lock would now be B's own, unlisted: the inner flush would wait for it for minutes.
+    let send = js_fn(
+        "op",
+        "if (globalThis.turnInner13) return {type: 'success', receipt: {}};
+         globalThis.turnInner13 = 'started';
+         const done = () => ({type: 'success', receipt: {}});
+         return navigator.locks.query()
+           .then((s) => {
+             globalThis.turnPending13 = s.pending.filter((l) => l.name.includes('turns-withdrawn')).length;
+             globalThis.turnRelease13();
+             return globalThis.turnFlushA13;
+           })
+           .then(() => globalThis.turnOutboxB13.flush({owner: 'alice', send: done}))
+           .then((r) => { globalThis.turnInner13 = r; return done(); });",
+    );
+    let opts = flush_with("alice", send);
+    set(&opts, "deadline", &(T0 + 300.0).into());
+    let flush: js_sys::Function = Reflect::get(&b, &"flush".into()).unwrap().into();
+    let outer: js_sys::Promise = flush.call1(&b, &opts).unwrap().into();
+    let rb = within_5s(outer, "B's inner flush waited for a lock B's outer flush had given up on").await;
+    assert!(claimed(&rb) >= 1, "{rb}");
+    // B's request was withdrawn when it stopped waiting, not left in the lock's queue.
+    assert_eq!(get(&js_sys::global(), "turnPending13").as_f64(), Some(0.0));
+    let inner = get(&js_sys::global(), "turnInner13");
+    assert!(inner.is_object(), "the inner flush ended: {inner:?}");
+}
