@@ -36,9 +36,9 @@ use wasm_bindgen_futures::JsFuture;
 /// rows at least once a second (a draining tab tells others every 50 ms, `notify.rs`).
 pub const DEFAULT_TURN_WAIT_MS: u32 = 1_000;
 
-/// The longest single sleep of a wait (it then looks again): `setTimeout` fires at once for
-/// delays past 2³¹ − 1 ms.
-const MAX_SLEEP_MS: f64 = 60_000.0;
+/// The longest single sleep of a wait (it then looks again): an outbox closed meanwhile is
+/// seen within it (and `setTimeout` fires at once for delays past 2³¹ − 1 ms).
+const MAX_SLEEP_MS: f64 = 1_000.0;
 
 /// The owners whose turn a tab (one open outbox) holds, once per flush holding it.
 pub type Held = Rc<RefCell<Vec<String>>>;
@@ -193,7 +193,7 @@ async fn wait(inner: &Inner, owner: &str, until_deadline: Option<f64>, granted: 
         if state.get() == GRANTED {
             return true;
         }
-        if inner.check_open().is_err() {
+        if inner.store.is_closed() {
             return false; // closed meanwhile: the flush fails with `CLOSED` at once
         }
         let last = inner.notifier.last_flush_change(owner).max(started);

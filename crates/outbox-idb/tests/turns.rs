@@ -409,3 +409,24 @@ async fn a_turn_given_up_on_is_withdrawn_not_granted_later() {
     let inner = get(&js_sys::global(), "turnInner13");
     assert!(inner.is_object(), "the inner flush ended: {inner:?}");
 }
+
+#[wasm_bindgen_test]
+async fn a_flush_waiting_for_a_turn_fails_closed_soon_after_its_outbox_closes() {
+    let db = db_name("turns-closed");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
+    enqueue_creates(&a, "alice", 2).await;
+    let fa = a.flush(flush_with("alice", stuck_send("turnLog14", "turnRelease14")));
+    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog14".into()).unwrap().is_undefined()).await;
+    // B waits for A's stuck turn (for minutes); its outbox is closed meanwhile.
+    let fb = wasm_bindgen_futures::JsFuture::from(b.flush(flush_with("alice", logging_send("turnLog14b", "b"))));
+    wasm_bindgen_futures::JsFuture::from(sleep(100)).await.unwrap();
+    b.close();
+    match futures_util::future::select(fb, wasm_bindgen_futures::JsFuture::from(sleep(5_000))).await {
+        futures_util::future::Either::Left((r, _)) => assert_eq!(coded(&r.expect_err("B's flush fails")).0, "CLOSED"),
+        futures_util::future::Either::Right(_) => panic!("B's flush went on waiting after its outbox closed"),
+    }
+    assert!(Reflect::get(&js_sys::global(), &"turnLog14b".into()).unwrap().is_undefined(), "B sent nothing");
+    release("turnRelease14");
+    ok(fa).await;
+}
