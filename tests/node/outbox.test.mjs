@@ -105,3 +105,79 @@ test("the process exits when the test ends, with close() and without it", () => 
 test("an open's timeout timer is cleared once it opened: the process lives on past it", () => {
   assert.deepEqual(run("outlives-open-timeout.mjs"), { state: "queued" });
 });
+
+/** `n` objects, each in the one before: `{x: {x: ... {}}}` is `n` levels deep. */
+function nested(n) {
+  const root = {};
+  let d = root;
+  for (let i = 1; i < n; i++) d = d.x = {};
+  return root;
+}
+
+/** The raw IndexedDB database of an outbox, for writing what another writer might. */
+function rawDb(name) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+// The package is a release build with the default 1 MB wasm stack (the debug test builds
+// get 16 MB): the deepest value it accepts, and a deeper one another writer stored, must
+// go through every walk (conversion, planner, fingerprint, send) without running out.
+test("the shipped build takes bodies 256 levels deep, refuses 257, and reads deeper stored rows", async () => {
+  const name = dbName();
+  const outbox = await Outbox.open({ dbName: name });
+  try {
+    for (const n of [255, 256]) {
+      await outbox.enqueue({ owner: "dora", kind: "update", target: `deep:${n}`, body: nested(n) });
+    }
+    await assert.rejects(outbox.enqueue({ owner: "dora", kind: "update", target: "deep:257", body: nested(257) }), {
+      code: "INVALID_ARGUMENT",
+    });
+    const sent = [];
+    const report = await outbox.flush({ owner: "dora", send: (op) => (sent.push(op), { type: "success", receipt: {} }) });
+    assert.equal(report.succeeded, 2);
+    // Two records, sent in (savedAt, id) order: the ids are random.
+    const byTarget = Object.fromEntries(sent.map((op) => [op.target, op.body]));
+    assert.deepEqual(byTarget, { "deep:255": nested(255), "deep:256": nested(256) });
+
+    // A row of 400 levels written by another writer: too deep to read, so it is reported
+    // as undecodable, never sent, left as it is, and removed only when discarded.
+    const db = await rawDb(name);
+    const stored = { id: "deep-stored", owner: "dora", target: "deep:400", kind: "update", state: "queued", savedAt: 1, body: nested(400) };
+    const raw = async () => {
+      const tx = db.transaction("outbox", "readonly");
+      const req = tx.objectStore("outbox").get("deep-stored");
+      return new Promise((resolve, reject) => {
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => reject(req.error);
+      });
+    };
+    await new Promise((resolve, reject) => {
+      const tx = db.transaction("outbox", "readwrite");
+      tx.objectStore("outbox").put(stored);
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+    });
+    const [row] = await outbox.rows("dora");
+    assert.equal(row.id, "deep-stored");
+    assert.equal(row.undecodable, true);
+    assert.match(row.error, /deeper than/);
+    assert.equal((await outbox.metrics("dora")).undecodable, 1);
+    assert.deepEqual((await outbox.undecodable()).map((u) => u.id), ["deep-stored"]);
+    const again = [];
+    await outbox.flush({ owner: "dora", send: (op) => (again.push(op), { type: "success", receipt: {} }) });
+    assert.deepEqual(again, []);
+    assert.deepEqual(await raw(), stored);
+    assert.equal(await outbox.discard("dora", "deep-stored"), true);
+    assert.equal(await raw(), undefined);
+    db.close();
+    // The module goes on.
+    await outbox.enqueue({ owner: "dora", kind: "create", body: { ok: true } });
+    assert.equal((await outbox.rows("dora")).length, 1);
+  } finally {
+    outbox.close();
+  }
+});
