@@ -14,9 +14,9 @@
 // 173,400 → 175,000 for what a review of the turns found (+1.3 KB): a panic releases them,
 // a flush inside a send of the same tab shares its turn, a refused lock request, the
 // flush's deadline and a clock that never jumps back bound the wait.
-// 175,000 → 175,600 for what a second review of the turns found (+0.5 KB): a request the
-// wait gives up on is withdrawn (AbortSignal) and a grant after that passes the lock on, a
-// panic forgets the turns tabs hold, a flush whose outbox closes stops waiting.
+// 175,000 → 175,600 for what a second review of the turns found (+0.8 KB, to 175,484): a
+// request the wait gives up on is withdrawn (AbortSignal) and a grant after that passes the
+// lock on, a panic forgets the turns tabs hold, a flush whose outbox closes stops waiting.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -40,12 +40,14 @@ pub const DEFAULT_TURN_WAIT_MS: u32 = 1_000;
 /// seen within it (and `setTimeout` fires at once for delays past 2³¹ − 1 ms).
 const MAX_SLEEP_MS: f64 = 1_000.0;
 
-/// The owners whose turn a tab (one open outbox) holds, once per flush holding it.
-pub type Held = Rc<RefCell<Vec<String>>>;
+/// The owners whose turn a tab (one open outbox) holds, with the number of the flush's turn
+/// holding it (a flush that ends takes out its own entry, never a later one's).
+pub type Held = Rc<RefCell<Vec<(u64, String)>>>;
 
 thread_local! {
     /// Every turn of the instance by number: its release and its tab's turns. A panic
-    /// releases them all and empties the lists (no `Turn` will be dropped).
+    /// releases them all and empties the lists: the flush it stranded will never drop its
+    /// `Turn`, and the others go on without the lock.
     static RELEASES: RefCell<Vec<(u64, Function, Held)>> = const { RefCell::new(Vec::new()) };
     static NEXT: Cell<u64> = const { Cell::new(0) };
 }
@@ -61,8 +63,8 @@ pub struct Turn {
     /// Resolves the promise the lock's callback returned, which releases the lock; its key
     /// in `RELEASES`.
     release: Option<(u64, Function)>,
-    /// The tab's turns and the owner this one counts for there, once the lock is granted.
-    held: Option<(Held, String)>,
+    /// The tab's turns, where this one is listed (by its number) once the lock is granted.
+    held: Option<(Held, u64)>,
     /// The lock's callback. Dropped with the turn: a grant after that makes it throw, which
     /// passes the lock straight on, and frees it (a callback never called would leak).
     _callback: Option<Closure<dyn FnMut(JsValue) -> JsValue>>,
@@ -74,17 +76,14 @@ impl Drop for Turn {
             RELEASES.with(|r| r.borrow_mut().retain(|(i, _, _)| *i != id));
             let _ = f.call0(&JsValue::NULL);
         }
-        if let Some((held, owner)) = self.held.take() {
-            let mut held = held.borrow_mut();
-            if let Some(i) = held.iter().position(|o| *o == owner) {
-                held.swap_remove(i);
-            }
+        if let Some((held, id)) = self.held.take() {
+            held.borrow_mut().retain(|(i, _)| *i != id);
         }
     }
 }
 
-/// Releases every turn of the instance (the panic hook: no `Turn` will be dropped), and
-/// forgets that the tabs hold them, so that their next flushes ask again.
+/// Releases every turn of the instance (the panic hook: the stranded flush will never drop
+/// its `Turn`), and forgets that the tabs hold them, so that their next flushes ask again.
 pub fn release_all() {
     let all = RELEASES.with(|r| r.try_borrow_mut().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default());
     for (_, f, held) in all {
@@ -125,7 +124,7 @@ fn lock_name(db: &str, owner: &str) -> String {
 /// comes anyway hands the lock straight on.
 pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Turn {
     let mut turn = Turn { release: None, held: None, _callback: None };
-    if inner.turn_wait_ms == 0 || inner.turns.borrow().iter().any(|o| o == owner) {
+    if inner.turn_wait_ms == 0 || inner.turns.borrow().iter().any(|(_, o)| o == owner) {
         return turn;
     }
     let Some((locks, request)) = lock_request() else { return turn };
@@ -168,8 +167,8 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
         let _ = then.call2(&asked, &JsValue::UNDEFINED, &on_refusal);
     }
     if wait(inner, owner, until_deadline, &granted, &state).await {
-        inner.turns.borrow_mut().push(owner.to_owned());
-        turn.held = Some((inner.turns.clone(), owner.to_owned()));
+        inner.turns.borrow_mut().push((id, owner.to_owned()));
+        turn.held = Some((inner.turns.clone(), id));
     } else {
         state.set(GAVE_UP);
         if let Some(abort) = abort {

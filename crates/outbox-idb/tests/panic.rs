@@ -92,7 +92,7 @@ async fn after_a_panic_other_outboxes_and_new_ones_keep_working() {
 }
 
 #[wasm_bindgen_test]
-async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck() {
+async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them() {
     outbox_idb::panic::install();
     let db = db_name("panic-turns");
     // Minutes-long leases and turn waits: only a released turn lets B's flush run.
@@ -109,6 +109,10 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck() {
         let op = obj(json!({"owner": "o", "kind": "create", "body": {"n": i}}));
         settled(a.enqueue(op, JsValue::UNDEFINED)).await.unwrap();
     }
+    let pause = || async {
+        let p: Promise = js("", "return new Promise((r) => setTimeout(r, 5));").call0(&JsValue::NULL).unwrap().into();
+        JsFuture::from(p).await.unwrap();
+    };
     // A's flush takes the turn and its send never answers: a future the panic strands.
     let never = js_fn("op", "globalThis.panicTurnSent = true; return new Promise(() => {});");
     let flush = |send: JsValue| {
@@ -118,15 +122,33 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck() {
     };
     let _stuck = a.flush(flush(never));
     while get(&js_sys::global(), "panicTurnSent").is_undefined() {
-        let pause: Promise =
-            js("", "return new Promise((r) => setTimeout(r, 5));").call0(&JsValue::NULL).unwrap().into();
-        JsFuture::from(pause).await.unwrap();
+        pause().await;
     }
     let store = Store::open(&db_name("panic-turns-store")).await.unwrap();
     settled(panicking_replace(store)).await.expect_err("a panic rejects the call");
-    // B's flush gets the turn and sends the two rows A is not sending.
-    let done = js_fn("op", "return {type: 'success', receipt: {}};");
-    let report = settled(b.flush(flush(done))).await.expect("B's flush ends");
-    let report: Value = outbox_idb::convert::from_js(&report, "report").unwrap();
-    assert_eq!(report["claimed"], json!(2), "{report}");
+    // B's flush gets the turn (A's was released) and waits on its send of the second row.
+    let held = js_fn(
+        "op",
+        "globalThis.panicTurnB = (globalThis.panicTurnB || 0) + 1;
+         const ok = {type: 'success', receipt: {}};
+         if (globalThis.panicTurnGo) return ok;
+         return new Promise((r) => { globalThis.panicTurnGo = () => r(ok); });",
+    );
+    let fb = b.flush(flush(held));
+    while get(&js_sys::global(), "panicTurnB").is_undefined() {
+        pause().await;
+    }
+    // A flushes again. Had the panic left A's list saying A holds the turn, this flush
+    // would share it and send the third row beside B; it waits for B's turn instead.
+    let fa = a.flush(flush(js_fn("op", "globalThis.panicTurnA = true; return {type: 'success', receipt: {}};")));
+    for _ in 0..40 {
+        pause().await;
+    }
+    assert!(get(&js_sys::global(), "panicTurnA").is_undefined(), "A's flush ran beside B's turn");
+    let go: js_sys::Function = get(&js_sys::global(), "panicTurnGo").into();
+    go.call0(&JsValue::NULL).unwrap();
+    let rb: Value = outbox_idb::convert::from_js(&settled(fb).await.expect("B's flush ends"), "report").unwrap();
+    assert_eq!(rb["claimed"], json!(2), "{rb}");
+    let ra: Value = outbox_idb::convert::from_js(&settled(fa).await.expect("A's flush ends"), "report").unwrap();
+    assert_eq!(ra["claimed"], json!(0), "{ra}");
 }

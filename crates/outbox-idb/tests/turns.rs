@@ -348,6 +348,10 @@ async fn a_flush_waits_for_a_turn_at_most_its_lease_however_busy_the_holder() {
     let rb = ok(b.flush(flush_with("alice", slow_send("turnLog11", "b", 60)))).await;
     let ra = ok(fa).await;
     assert!(claimed(&rb) > 0, "B waited past its lease for A's whole flush: {ra} {rb}");
+    // ... and it did wait first: A sent some rows before B's first.
+    let log = log_of("turnLog11");
+    let first_b = log.iter().position(|t| t == "b").unwrap();
+    assert!(first_b >= 2, "B did not wait for its lease: {log:?}");
     assert_eq!(claimed(&ra) + claimed(&rb), 30, "{ra} {rb}");
 }
 
@@ -402,6 +406,13 @@ async fn a_turn_given_up_on_is_withdrawn_not_granted_later() {
     set(&opts, "deadline", &(T0 + 300.0).into());
     let flush: js_sys::Function = Reflect::get(&b, &"flush".into()).unwrap().into();
     let outer: js_sys::Promise = flush.call1(&b, &opts).unwrap().into();
+    // While B waits, its request is in the lock's queue.
+    wasm_bindgen_futures::JsFuture::from(sleep(100)).await.unwrap();
+    let query = js("", "return navigator.locks.query().then((s) => s.pending.filter((l) => l.name.includes('turns-withdrawn')).length);");
+    let pending = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(query.call0(&JsValue::NULL).unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(pending.as_f64(), Some(1.0), "B asked for the turn");
     let rb = within_5s(outer, "B's inner flush waited for a lock B's outer flush had given up on").await;
     assert!(claimed(&rb) >= 1, "{rb}");
     // B's request was withdrawn when it stopped waiting, not left in the lock's queue.
