@@ -222,6 +222,19 @@ fn patient(db: &str, tab: &str) -> JsValue {
     o
 }
 
+/// Patient tabs A and B on a new database with `n` queued creates of alice, A's flush
+/// holding the turn, stuck on its first row until `globalThis["turnRelease" + tag]()`.
+async fn a_stuck_holder(test: &str, n: usize, tag: u32) -> (outbox_idb::Outbox, outbox_idb::Outbox, js_sys::Promise) {
+    let db = db_name(test);
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
+    enqueue_creates(&a, "alice", n).await;
+    let log = format!("turnLog{tag}");
+    let fa = a.flush(flush_with("alice", stuck_send(&log, &format!("turnRelease{tag}"))));
+    wait_for(|| !Reflect::get(&js_sys::global(), &log.as_str().into()).unwrap().is_undefined()).await;
+    (a, b, fa)
+}
+
 #[wasm_bindgen_test]
 async fn a_flush_waits_as_long_as_the_holder_keeps_changing_the_owners_rows() {
     let db = db_name("turns-busy");
@@ -357,13 +370,8 @@ async fn a_flush_waits_for_a_turn_at_most_its_lease_however_busy_the_holder() {
 
 #[wasm_bindgen_test]
 async fn a_flush_waits_for_a_turn_at_most_until_its_deadline() {
-    let db = db_name("turns-deadline");
-    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
-    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
-    enqueue_creates(&a, "alice", 3).await;
     // A holds the turn, stuck on its first row; B's wait and lease are minutes long.
-    let fa = a.flush(flush_with("alice", stuck_send("turnLog12", "turnRelease12")));
-    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog12".into()).unwrap().is_undefined()).await;
+    let (_a, b, fa) = a_stuck_holder("turns-deadline", 3, 12).await;
     // B's flush has a deadline 300 ms after now (the clock stands still): it stops waiting
     // then and sends what A is not sending.
     let opts = flush_with("alice", logging_send("turnLog12b", "b"));
@@ -376,13 +384,9 @@ async fn a_flush_waits_for_a_turn_at_most_until_its_deadline() {
 
 #[wasm_bindgen_test]
 async fn a_turn_given_up_on_is_withdrawn_not_granted_later() {
-    let db = db_name("turns-withdrawn");
-    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
-    let b: JsValue = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap().into();
-    enqueue_creates(&a, "alice", 3).await;
     // A holds the turn, stuck on its first row.
-    let fa = a.flush(flush_with("alice", stuck_send("turnLog13", "turnRelease13")));
-    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog13".into()).unwrap().is_undefined()).await;
+    let (_a, b, fa) = a_stuck_holder("turns-withdrawn", 3, 13).await;
+    let b: JsValue = b.into();
     Reflect::set(&js_sys::global(), &"turnFlushA13".into(), &fa).unwrap();
     Reflect::set(&js_sys::global(), &"turnOutboxB13".into(), &b).unwrap();
     // B stops waiting at its deadline and sends a row; in that send, A is let go and ends
@@ -423,12 +427,7 @@ async fn a_turn_given_up_on_is_withdrawn_not_granted_later() {
 
 #[wasm_bindgen_test]
 async fn a_flush_waiting_for_a_turn_fails_closed_soon_after_its_outbox_closes() {
-    let db = db_name("turns-closed");
-    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
-    let b = outbox_idb::Outbox::open_with(patient(&db, "tab-b")).await.unwrap();
-    enqueue_creates(&a, "alice", 2).await;
-    let fa = a.flush(flush_with("alice", stuck_send("turnLog14", "turnRelease14")));
-    wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog14".into()).unwrap().is_undefined()).await;
+    let (_a, b, fa) = a_stuck_holder("turns-closed", 2, 14).await;
     // B waits for A's stuck turn (for minutes); its outbox is closed meanwhile.
     let fb = wasm_bindgen_futures::JsFuture::from(b.flush(flush_with("alice", logging_send("turnLog14b", "b"))));
     wasm_bindgen_futures::JsFuture::from(sleep(100)).await.unwrap();
