@@ -32,8 +32,12 @@ for engine in "${engines[@]}"; do
       # file of the debug build trapped or stalled in WebKitGTK ("Out of bounds memory
       # access", a test "not detected as run", a flush still running after 3 s), a different
       # file each time (the runner prints "Firefox": it drives WebKitWebDriver through its
-      # geckodriver client). It is run once more, loudly, and fails if it fails again. To be
-      # found and removed: see the closing note of that day.
+      # geckodriver client). It is run once more, loudly, and fails if it fails again. Since
+      # the afternoon's turn fixes (a given-up lock request is withdrawn instead of granted
+      # later into another test; the callback no longer leaks) it has not recurred: 9 runs
+      # of this script in a row, 3 under full CPU load, and 2 full CI runs. Remove the rerun
+      # once more CI runs stay clean; the "Out of bounds" trap remains unexplained (the
+      # debug build's stack is first in memory, so an overflow traps like this).
       webkit_run() {
       free_port; port="$FREE_PORT"
       (
