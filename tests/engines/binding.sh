@@ -35,7 +35,7 @@ for engine in "${engines[@]}"; do
       # geckodriver client). It is run once more, loudly, and fails if it fails again. Since
       # the afternoon's turn fixes (a given-up lock request is withdrawn instead of granted
       # later into another test; the callback no longer leaks) it has not recurred: 9 runs
-      # of this script in a row, 3 under full CPU load, and 2 full CI runs. Remove the rerun
+      # of this script in a row, 3 under full CPU load, and a full CI run. Remove the rerun
       # once more CI runs stay clean; the "Out of bounds" trap remains unexplained (the
       # debug build's stack is first in memory, so an overflow traps like this).
       webkit_run() {
