@@ -440,3 +440,16 @@ async fn a_flush_waiting_for_a_turn_fails_closed_soon_after_its_outbox_closes() 
     release("turnRelease14");
     ok(fa).await;
 }
+
+#[wasm_bindgen_test]
+async fn a_flush_whose_deadline_is_as_early_as_a_time_can_be_ends_at_once() {
+    let db = db_name("turns-early");
+    let a = outbox_idb::Outbox::open_with(patient(&db, "tab-a")).await.unwrap();
+    enqueue_creates(&a, "alice", 1).await;
+    // The deadline minus now is below the smallest i64: the wait's bound must not overflow.
+    let opts = flush_with("alice", logging_send("turnLog15", "a"));
+    set(&opts, "deadline", &(-9_223_372_036_854_775_808.0).into());
+    let ra = within_5s(a.flush(opts), "the flush did not end").await;
+    assert_eq!(ra["claimed"], json!(0), "{ra}");
+    assert_eq!(ok(a.rows("alice".into())).await.as_array().map(Vec::len), Some(1));
+}
