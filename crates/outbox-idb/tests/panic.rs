@@ -3,7 +3,7 @@
 //! goes on. Its own test binary: the hook installed here replaces the harness's.
 #![cfg(target_arch = "wasm32")]
 
-use js_sys::{Array, Promise};
+use js_sys::{Array, Promise, Reflect};
 use outbox_core::{ReplacePlan, Scope};
 use outbox_idb::idb::store::{Planner, RecordPort, Store};
 use outbox_idb::idb::Durability;
@@ -151,4 +151,46 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
     assert_eq!(rb["claimed"], json!(2), "{rb}");
     let ra: Value = outbox_idb::convert::from_js(&settled(fa).await.expect("A's flush ends"), "report").unwrap();
     assert_eq!(ra["claimed"], json!(0), "{ra}");
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_ending_after_a_panic_leaves_a_later_flushs_turn_listed() {
+    outbox_idb::panic::install();
+    let db = db_name("panic-turns-later");
+    let o = options(&db, "a");
+    set(&o, "leaseMs", &600_000.into());
+    set(&o, "turnWaitMs", &600_000.into());
+    set(&o, "concurrency", &1.into());
+    let a: JsValue = outbox_idb::Outbox::open_with(o).await.unwrap().into();
+    Reflect::set(&js_sys::global(), &"panicLaterA".into(), &a).unwrap();
+    let run = |code: &str| -> Promise { js("", code).call0(&JsValue::NULL).unwrap().into() };
+    for i in 0..4 {
+        let p =
+            run(&format!("return globalThis.panicLaterA.enqueue({{owner: 'o', kind: 'create', body: {{n: {i}}}}});"));
+        settled(p).await.unwrap();
+    }
+    // F1 holds the turn, its first send waiting for `panicLaterGo1`.
+    let f1 = run("const ok = {type: 'success', receipt: {}};
+         return globalThis.panicLaterA.flush({owner: 'o', send: () => globalThis.panicLaterGo1
+           ? ok : new Promise((r) => { globalThis.panicLaterGo1 = () => r(ok); })});");
+    while get(&js_sys::global(), "panicLaterGo1").is_undefined() {
+        settled(run("return new Promise((r) => setTimeout(r, 5));")).await.unwrap();
+    }
+    Reflect::set(&js_sys::global(), &"panicLaterF1".into(), &f1).unwrap();
+    let store = Store::open(&db_name("panic-turns-later-store")).await.unwrap();
+    settled(panicking_replace(store)).await.expect_err("a panic rejects the call");
+    // F2 takes the (released) turn. In its first send F1 is let go and ends; then a flush of
+    // the same owner started inside that send shares F2's turn, which must still be listed
+    // (were F1's end to take F2's entry out, it would wait minutes for F2's own lock).
+    let f2 = run("const ok = {type: 'success', receipt: {}};
+         return globalThis.panicLaterA.flush({owner: 'o', send: () => {
+           if (globalThis.panicLaterInner) return ok;
+           globalThis.panicLaterInner = 'started';
+           globalThis.panicLaterGo1();
+           return globalThis.panicLaterF1
+             .then(() => globalThis.panicLaterA.flush({owner: 'o', send: () => ok}))
+             .then((r) => { globalThis.panicLaterInner = r; return ok; });
+         }});");
+    settled(f2).await.expect("F2 ends");
+    assert!(get(&js_sys::global(), "panicLaterInner").is_object(), "the inner flush ended");
 }
