@@ -6,8 +6,10 @@ use axum::Json;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// An HTTP answer with a JSON body. A handler's answer is stored with the completed record
-/// and replayed as is (`Idempotent-Replayed: true`) for a resend of the same request.
+/// An HTTP answer with a JSON body. A handler's final answer (`2xx`, and `4xx` but `401`,
+/// `408`, `429`, `409 IN_PROGRESS`) is stored with the completed record and replayed as is
+/// (`Idempotent-Replayed: true`) for a resend of the same request; any other is given once,
+/// unstored, its writes rolled back (see [`crate::Gate::run`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     /// HTTP status.

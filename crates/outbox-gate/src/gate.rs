@@ -74,6 +74,9 @@ impl<DB: Engine> Gate<DB> {
     /// - new key: reserves it, runs `handler` in a transaction, stores its answer and
     ///   completes the record in the same commit (the completion is refused by the database
     ///   if the reservation was taken over meanwhile, and everything rolls back);
+    /// - new key, an answer that is not final (`5xx`, `401`, `408`, `429`, `409 IN_PROGRESS`:
+    ///   the client resends them with the same key): rolls the handler's writes back,
+    ///   releases the key and gives the answer unstored; the resend runs `handler` again;
     /// - completed, same request: the stored answer with `Idempotent-Replayed: true`;
     /// - another request with the key: `422 PAYLOAD_CONFLICT`;
     /// - still processing: `409 IN_PROGRESS` + `Retry-After`;
@@ -81,8 +84,9 @@ impl<DB: Engine> Gate<DB> {
     ///   `Retry-After`, nothing committed, the reservation released;
     /// - an actor empty or longer than 255 characters: `400`.
     ///
-    /// `actor` comes from the app's authentication. A domain refusal (`404`, `412`...) is an
-    /// `Ok` answer: it is stored and replayed like a success. An `Err` rolls back.
+    /// `actor` comes from the app's authentication. A domain refusal (`404`, `412`, `422`...)
+    /// is a final `Ok` answer: it is stored and replayed like a success (`is_final` names the
+    /// answers stored). An `Err` rolls back.
     ///
     /// The work runs in a task of its own, so a client that disconnects (axum then drops
     /// the handler's future) does not cut it off between two statements: it completes, and
@@ -141,25 +145,28 @@ impl<DB: Engine> Gate<DB> {
             fence,
         };
         let outcome = self.attempt(actor, key, fingerprint, fence, handler).await;
+        guard.pool = None;
         match outcome {
-            Ok(Some(answer)) => {
-                guard.pool = None;
+            Ok(Attempt::Stored(answer)) => answer.into_response(),
+            // Taken over while we worked: the new holder answers; a retry gets its answer.
+            Ok(Attempt::TakenOver) => in_progress(ms(self.config.lease)),
+            // Rolled back: the resend with this key runs the handler again.
+            Ok(Attempt::NotFinal(answer)) => {
+                self.release(actor, key, fingerprint, fence).await;
                 answer.into_response()
             }
-            // Taken over while we worked: the new holder answers; a retry gets its answer.
-            Ok(None) => {
-                guard.pool = None;
-                in_progress(ms(self.config.lease))
-            }
             Err(e) => {
-                guard.pool = None;
                 // Nothing was committed (or, if the commit's answer was lost, the record is
                 // completed and this release does nothing).
-                if let Err(release) = DB::release(&self.pool, actor, key, fingerprint, fence).await {
-                    eprintln!("outbox-gate: cannot release {key}: {release}");
-                }
+                self.release(actor, key, fingerprint, fence).await;
                 self.failure(&e)
             }
+        }
+    }
+
+    async fn release(&self, actor: &str, key: &str, fingerprint: &str, fence: i64) {
+        if let Err(e) = DB::release(&self.pool, actor, key, fingerprint, fence).await {
+            eprintln!("outbox-gate: cannot release {key}: {e}");
         }
     }
 
@@ -170,21 +177,25 @@ impl<DB: Engine> Gate<DB> {
         fingerprint: &str,
         fence: i64,
         handler: F,
-    ) -> Result<Option<Answer>, sqlx::Error>
+    ) -> Result<Attempt, sqlx::Error>
     where
         F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
     {
         let mut tx = DB::begin(&self.pool).await?;
         let mut answer = handler(&mut tx).await?;
         answer.replayed = false;
+        if !is_final(&answer) {
+            tx.rollback().await?;
+            return Ok(Attempt::NotFinal(answer));
+        }
         let now = now_ms();
         let expires = now.saturating_add(ms(self.config.retention));
         if !DB::complete(&mut tx, actor, key, fingerprint, fence, &answer, now, expires).await? {
             tx.rollback().await?;
-            return Ok(None);
+            return Ok(Attempt::TakenOver);
         }
         tx.commit().await?;
-        Ok(Some(answer))
+        Ok(Attempt::Stored(answer))
     }
 
     fn failure(&self, e: &sqlx::Error) -> Response {
@@ -221,6 +232,31 @@ impl<DB: Engine> Gate<DB> {
     /// The database failed.
     pub async fn purge(&self, now_ms: i64) -> Result<Purged, sqlx::Error> {
         DB::purge(&self.pool, now_ms).await
+    }
+}
+
+/// How a handler's run ended.
+enum Attempt {
+    /// Committed with the completed record.
+    Stored(Answer),
+    /// Not final: rolled back, the reservation still to release.
+    NotFinal(Answer),
+    /// The reservation was taken over meanwhile: rolled back.
+    TakenOver,
+}
+
+/// True for a final answer, which the gate stores and replays to every resend with the key:
+/// `2xx` and the refusals `4xx` but `401`, `408`, `429` and `409 IN_PROGRESS`. The client
+/// resends the others with the same key (contract §10: transient, or held until a new
+/// login); stored, they would be replayed forever and the operation could never apply, so
+/// the gate gives them unstored (§14).
+fn is_final(answer: &Answer) -> bool {
+    match answer.status.as_u16() {
+        200..=299 => true,
+        401 | 408 | 429 => false,
+        409 => answer.body["code"] != "IN_PROGRESS",
+        400..=499 => true,
+        _ => false, // 1xx, 3xx, 5xx
     }
 }
 

@@ -1,5 +1,6 @@
-//! The gate used directly by an app of its own (no demo): a handler that panics, a
-//! serialization failure on PostgreSQL.
+//! The gate used directly by an app of its own (no demo): a handler that panics, answers
+//! the client resends (not stored) and final ones (stored), a serialization failure on
+//! PostgreSQL.
 
 mod common;
 
@@ -8,11 +9,11 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use common::TestDb;
+use common::{Reply, TestDb};
 use outbox_gate::{Answer, Config, Gate, Idempotent};
 use serde_json::json;
 use sqlx::Sqlite;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +60,115 @@ async fn a_handler_that_panics_is_answered_500_rolled_back_and_its_key_released(
     assert_eq!(status, 201);
     let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM things").fetch_one(&pool).await.unwrap();
     assert_eq!(rows, 1, "the panicked attempt's write rolled back");
+}
+
+/// A handler that writes a row, then answers `first` on its first run and `201` after.
+struct Flaky {
+    gate: Gate<Sqlite>,
+    first: Answer,
+    runs: Arc<AtomicUsize>,
+}
+
+async fn flaky(State(app): State<Arc<Flaky>>, req: Idempotent) -> Response {
+    let (first, runs) = (app.first.clone(), app.runs.clone());
+    app.gate
+        .run("ada", req, move |tx| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO things (n) VALUES (1)").execute(&mut **tx).await?;
+                let first_run = runs.fetch_add(1, Ordering::SeqCst) == 0;
+                Ok(if first_run { first } else { Answer::new(StatusCode::CREATED, json!({"ok": true})) })
+            })
+        })
+        .await
+}
+
+/// [`flaky`] on loopback.
+struct FlakyServer {
+    base: String,
+    pool: sqlx::SqlitePool,
+    runs: Arc<AtomicUsize>,
+}
+
+impl FlakyServer {
+    async fn start(name: &str, first: Answer) -> FlakyServer {
+        let pool = Sqlite::fresh(name, Duration::from_secs(5)).await;
+        sqlx::query("CREATE TABLE things (n INTEGER)").execute(&pool).await.unwrap();
+        // A lease far longer than the test: only a release can free the key in time.
+        let config = Config { lease: Duration::from_secs(3600), ..Config::default() };
+        let gate = Gate::new(pool.clone(), config).await.unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let app =
+            Router::new().route("/flaky", post(flaky)).with_state(Arc::new(Flaky { gate, first, runs: runs.clone() }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        FlakyServer { base, pool, runs }
+    }
+
+    /// The request, always with the key `k`.
+    async fn send(&self) -> Reply {
+        let req = reqwest::Client::new().post(format!("{}/flaky", self.base)).header("Idempotency-Key", "k");
+        Reply::of(req.json(&json!({})).send().await.unwrap()).await
+    }
+
+    async fn rows(&self) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM things").fetch_one(&self.pool).await.unwrap()
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+/// An answer the client resends with the same key (§10) is given as is, not stored; its
+/// writes roll back and the resend runs the handler again, which then completes once.
+async fn not_stored(name: &str, first: Answer) {
+    let s = FlakyServer::start(name, first.clone()).await;
+    let reply = s.send().await;
+    assert_eq!((reply.status, reply.replayed, reply.body), (first.status.as_u16(), false, first.body));
+    let resend = s.send().await;
+    assert_eq!((resend.status, resend.replayed), (201, false), "the handler ran again: {resend:?}");
+    assert_eq!(s.runs(), 2);
+    assert_eq!(s.rows().await, 1, "the first attempt's write rolled back");
+    let again = s.send().await;
+    assert_eq!((again.status, again.replayed, s.runs()), (201, true, 2), "the 201 is stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503_answer_is_not_stored_its_writes_roll_back_and_the_resend_runs_the_handler() {
+    not_stored("library_503", Answer::error(StatusCode::SERVICE_UNAVAILABLE, "DOWNSTREAM", "payments are down")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_answer_is_not_stored_its_writes_roll_back_and_the_resend_runs_the_handler() {
+    not_stored("library_401", Answer::error(StatusCode::UNAUTHORIZED, "SESSION_EXPIRED", "log in again")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_409_in_progress_answer_is_not_stored_and_the_resend_runs_the_handler() {
+    not_stored("library_409", Answer::error(StatusCode::CONFLICT, "IN_PROGRESS", "still running")).await;
+}
+
+/// A final answer (§10: 2xx, 4xx but 401, 408, 429 and 409 IN_PROGRESS) is stored with
+/// the handler's writes and replayed to the resend, which does not run the handler again.
+async fn stored(name: &str, first: Answer) {
+    let s = FlakyServer::start(name, first.clone()).await;
+    let reply = s.send().await;
+    assert_eq!((reply.status, reply.replayed, reply.body), (first.status.as_u16(), false, first.body.clone()));
+    let resend = s.send().await;
+    assert_eq!((resend.status, resend.replayed, resend.body), (first.status.as_u16(), true, first.body));
+    assert_eq!(s.runs(), 1, "replayed, not run again");
+    assert_eq!(s.rows().await, 1, "committed with the stored answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_answer_is_final_stored_and_replayed_without_running_the_handler_again() {
+    stored("library_404", Answer::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such record")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_409_answer_of_the_domain_is_final_stored_and_replayed() {
+    stored("library_409_domain", Answer::error(StatusCode::CONFLICT, "ALREADY_BOOKED", "the slot is taken")).await;
 }
 
 /// Needs PostgreSQL: `scripts/pg.sh cargo test -p outbox-gate --features postgres-tests`.
