@@ -16,6 +16,11 @@ pub enum Scope {
     },
     /// The row with this key, if it exists.
     Id(String),
+    /// Every row of this owner whose `savedAt` is a number: the owner's range of the
+    /// `[owner, savedAt]` index, what the owner-wide commands (`resumeHeld`, `purgeOwner`)
+    /// read and change in one replace. One scope, not one per row: a replace over N rows
+    /// then costs one read and work in proportion to N.
+    Owner(String),
 }
 
 impl Scope {
@@ -34,6 +39,10 @@ impl Scope {
                     && raw.get("target").and_then(Value::as_str) == Some(target)
             }
             Scope::Id(id) => raw.get("id").and_then(Value::as_str) == Some(id),
+            Scope::Owner(owner) => {
+                raw.get("owner").and_then(Value::as_str) == Some(owner)
+                    && raw.get("savedAt").is_some_and(Value::is_number)
+            }
         }
     }
 }
@@ -78,11 +87,15 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
     if expected.len() != current.len() {
         return false;
     }
-    let mut a: Vec<&Value> = expected.iter().collect();
-    let mut b: Vec<&Value> = current.iter().collect();
-    crate::sort::stable_by_key(&mut a, |v| key_string(v));
-    crate::sort::stable_by_key(&mut b, |v| key_string(v));
-    a.iter().zip(b.iter()).all(|(x, y)| x == y)
+    let (a, b) = (by_key(expected), by_key(current));
+    a.iter().zip(b.iter()).all(|(x, y)| x.1 == y.1)
+}
+
+/// `rows` sorted stably by key, each key built once (not once per comparison).
+fn by_key(rows: &[Value]) -> Vec<(String, &Value)> {
+    let mut k: Vec<(String, &Value)> = rows.iter().map(|v| (key_string(v), v)).collect();
+    crate::sort::stable_by(&mut k, |x, y| x.0.cmp(&y.0));
+    k
 }
 
 /// The distinct rows of `all` that fall in any of `scopes`.

@@ -175,3 +175,48 @@ fn s11_enqueue_never_absorbs_or_follows_another_owners_rows() {
     assert_eq!(new.body, json!({"a": 1, "b": 2}));
     assert!(touched_by(&p.plan, "bob").is_empty(), "{:?}", p.plan);
 }
+
+#[test]
+fn s11_owner_wide_commands_replace_the_owners_whole_range_in_one_scope() {
+    use outbox_core::memstore::MemStore;
+    use outbox_core::{ReplaceOutcome, Scope};
+    let bad = row("alice-bad", "alice", "doc:3", json!({"state": "paused"})); // undecodable, in the range
+    let no_time = row("alice-t", "alice", "doc:4", json!({"savedAt": "yesterday"})); // outside the range
+    let rows = [
+        row("alice-h", "alice", "doc:1", json!({"state": "held"})),
+        row("alice-q", "alice", "doc:2", json!({})),
+        bad.clone(),
+        no_time,
+        row("bob-h", "bob", "doc:1", json!({"state": "held"})),
+    ];
+    let mut store = MemStore::new();
+    for r in &rows {
+        store.seed(r.clone());
+    }
+    let ids = |v: &[Value]| v.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let (resume, n) = plan_resume_held("alice", &rows).unwrap();
+    let (purge, m) = plan_purge_owner("alice", &rows).unwrap();
+    for plan in [&resume, &purge] {
+        // One scope for the owner's range, however many rows: not one read per row.
+        assert_eq!(plan.scopes, vec![Scope::Owner("alice".into())]);
+        // Every row of the range is compared, the undecodable one too; nothing outside it.
+        assert_eq!(ids(&plan.expected), ["alice-h", "alice-q", "alice-bad"]);
+    }
+    assert_eq!((n, ids(&resume.puts)), (1, vec!["alice-h".to_owned()]));
+    assert_eq!((m, purge.deletes.clone()), (2, vec!["alice-h".to_owned(), "alice-q".to_owned()]));
+
+    // A row of the owner written after the read makes the replace stale: nothing is purged.
+    let mut later = store.clone();
+    later.seed(row("alice-new", "alice", "doc:5", json!({})));
+    assert_eq!(later.replace(&purge), ReplaceOutcome::Stale);
+    assert!(later.get("alice-q").is_some());
+    // Another owner's row does not.
+    let mut other = store.clone();
+    other.seed(row("bob-new", "bob", "doc:5", json!({})));
+    assert_eq!(other.replace(&purge), ReplaceOutcome::Committed);
+    assert_eq!(store.replace(&purge), ReplaceOutcome::Committed);
+    for kept in ["alice-bad", "alice-t", "bob-h"] {
+        assert!(store.get(kept).is_some(), "{kept} is kept");
+    }
+    assert!(store.get("alice-h").is_none() && store.get("alice-q").is_none());
+}

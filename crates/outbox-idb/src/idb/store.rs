@@ -196,9 +196,7 @@ impl Store {
     async fn read_owner_queue(self: &Rc<Self>, owner: &str, keys: bool) -> Result<JsValue> {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         let store = object_store(&tx)?;
-        let lower = Array::of2(&owner.into(), &JsValue::from_f64(f64::NEG_INFINITY));
-        let upper = Array::of2(&owner.into(), &JsValue::from_f64(f64::INFINITY));
-        let range = IdbKeyRange::bound(&lower, &upper).map_err(|e| OutboxError::storage("key range", &e))?;
+        let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
         let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
         let req = if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
             .map_err(|e| OutboxError::storage("read", &e))?;
@@ -454,6 +452,13 @@ async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Val
     await_reads(issue_reads(store, scopes)?).await
 }
 
+/// `owner`'s range of the `[owner, savedAt]` index: its rows whose `savedAt` is a number
+/// ([`Scope::Owner`]).
+fn owner_range(owner: &str) -> std::result::Result<IdbKeyRange, JsValue> {
+    let at = |t: f64| Array::of2(&owner.into(), &JsValue::from_f64(t));
+    IdbKeyRange::bound(&at(f64::NEG_INFINITY), &at(f64::INFINITY))
+}
+
 /// Issues every scope's read, in order.
 fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<JsFuture>> {
     let mut pending = Vec::with_capacity(scopes.len());
@@ -463,6 +468,9 @@ fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<JsFuture>
             Scope::Target { owner, target } => store
                 .index(BY_OWNER_TARGET)
                 .and_then(|i| i.get_all_with_key(&Array::of2(&owner.into(), &target.into()))),
+            Scope::Owner(owner) => {
+                owner_range(owner).and_then(|r| store.index(BY_OWNER_SAVED_AT)?.get_all_with_key(&r))
+            }
         }
         .map_err(|e| OutboxError::storage("read", &e))?;
         pending.push(request(&req));

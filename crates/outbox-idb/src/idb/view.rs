@@ -18,11 +18,19 @@ pub fn key(row: &Value) -> String {
     row.get("id").and_then(Value::as_str).map_or_else(|| outbox_core::plan::key_string(row), str::to_owned)
 }
 
+/// A row written as deleted in [`View`]'s writes (a stored row is always an object).
+const DELETED: Value = Value::Null;
+
+/// Keyed by row key, in insertion order: every look-up is a hash look-up, so a replace
+/// over N rows (an owner-wide command) costs work in proportion to N, not N².
+/// (`serde_json::Map` is the module's one ordered map: no second one is built in.)
+type Keyed = serde_json::Map<String, Value>;
+
 #[derive(Default)]
 pub struct View {
-    rows: Vec<(String, Value)>,
-    /// Final write per key, in first-touched order (`None`: delete).
-    writes: Vec<(String, Option<Value>)>,
+    rows: Keyed,
+    /// Final write per key, in first-touched order ([`DELETED`]: delete).
+    writes: Keyed,
     /// Rows put with the reads, before any plan: not rows of the store as read.
     early: Vec<(String, Value)>,
 }
@@ -37,9 +45,9 @@ impl View {
     pub fn load(&mut self, rows: Vec<Value>) {
         for r in rows {
             let k = key(&r);
-            let written = self.writes.iter().any(|(w, _)| *w == k) || self.early.iter().any(|(e, _)| *e == k);
-            if !written && !self.rows.iter().any(|(x, _)| *x == k) {
-                self.rows.push((k, r));
+            let written = self.writes.contains_key(&k) || self.early.iter().any(|(e, _)| *e == k);
+            if !written && !self.rows.contains_key(&k) {
+                self.rows.insert(k, r);
             }
         }
     }
@@ -49,52 +57,52 @@ impl View {
     /// read returns is not loaded.)
     pub fn knows(&self, scope: &Scope) -> bool {
         match scope {
-            Scope::Id(id) => self.rows.iter().any(|(k, _)| k == id) || self.writes.iter().any(|(k, _)| k == id),
-            Scope::Target { .. } => false,
+            Scope::Id(id) => self.rows.contains_key(id) || self.writes.contains_key(id),
+            Scope::Target { .. } | Scope::Owner(_) => false,
         }
     }
 
     pub fn rows(&self, scopes: &[Scope]) -> Vec<Value> {
-        rows_in_scopes(self.rows.iter().map(|(_, v)| v), scopes)
+        rows_in_scopes(self.rows.values(), scopes)
     }
 
-    fn set(&mut self, k: String, value: Option<Value>) {
-        self.rows.retain(|(x, _)| *x != k);
-        if let Some(v) = &value {
-            self.rows.push((k.clone(), v.clone()));
+    fn set(&mut self, k: String, value: Value) {
+        if value.is_null() {
+            self.rows.remove(&k);
+        } else {
+            self.rows.insert(k.clone(), value.clone());
         }
-        match self.writes.iter_mut().find(|(w, _)| *w == k) {
-            Some(w) => w.1 = value,
-            None => self.writes.push((k, value)),
-        }
+        self.writes.insert(k, value);
     }
 
     pub fn apply(&mut self, plan: &ReplacePlan) {
         for id in &plan.deletes {
-            self.set(id.clone(), None);
+            self.set(id.clone(), DELETED);
         }
         for put in &plan.puts {
-            self.set(key(put), Some(put.clone()));
+            self.set(key(put), put.clone());
         }
     }
 
-    /// The writes still to issue, in order, and the keys of the early rows that stand as
-    /// they were put. An early row the plans wrote otherwise is written again; one they
-    /// did not write at all is deleted (the store had no row by that key when it was read:
-    /// a fresh id).
+    /// The writes still to issue, in order (`None`: delete), and the keys of the early rows
+    /// that stand as they were put. An early row the plans wrote otherwise is written again;
+    /// one they did not write at all is deleted (the store had no row by that key when it
+    /// was read: a fresh id).
     pub fn finish(self) -> (Vec<(String, Option<Value>)>, Vec<String>) {
         let mut writes = self.writes;
         let mut stand = Vec::new();
         for (k, row) in self.early {
-            match writes.iter().position(|(w, _)| *w == k) {
-                Some(i) if writes[i].1.as_ref() == Some(&row) => {
-                    writes.remove(i);
+            match writes.get(&k) {
+                Some(w) if *w == row => {
+                    writes.remove(&k);
                     stand.push(k);
                 }
                 Some(_) => {}
-                None => writes.push((k, None)),
+                None => {
+                    writes.insert(k, DELETED);
+                }
             }
         }
-        (writes, stand)
+        (writes.into_iter().map(|(k, v)| (k, Some(v).filter(|v| !v.is_null()))).collect(), stand)
     }
 }
