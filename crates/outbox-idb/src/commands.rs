@@ -332,14 +332,14 @@ impl Outbox {
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let writes = writes_arg(&options)?;
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
-            // rule 4) — JSON, and an object for a create or an update; `null` is a body.
+            // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 return Ok(JsValue::FALSE);
             };
-            if body.as_ref().is_some_and(|b| row.kind != Kind::Delete && !b.is_object()) {
+            if body.as_ref().is_some_and(|b| row.kind != Kind::Delete && b.is_null()) {
                 return Err(OutboxError::invalid(format!(
-                    "`body` must be a JSON object for a {} (leave it out to keep the body)",
+                    "`body` must not be null for a {} (leave it out to keep the body)",
                     row.kind.as_str()
                 )));
             }

@@ -55,6 +55,25 @@ fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     }
 }
 
+/// The longest `leaseMs` and backoff delays (about 24.8 days, the longest a browser timer
+/// waits). Longer ones would put instants past what a row can hold into claims and
+/// `nextAttemptAt`, and the rows would become undecodable.
+const MAX_DELAY_MS: f64 = 2_147_483_647.0;
+
+/// An optional duration option: a number from `min` to [`MAX_DELAY_MS`].
+fn optional_ms(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
+    match optional_number(obj, key, min)? {
+        // The bound is written out: formatting a float would link Rust's float printing.
+        Some(n) if n > MAX_DELAY_MS => {
+            Err(OutboxError::invalid(format!("`{key}` must be a number from {min} to 2147483647")))
+        }
+        n => Ok(n),
+    }
+}
+
+/// The furthest instant from 1970, either way, that a JavaScript `Date` holds (ms).
+const DATE_RANGE_MS: f64 = 8.64e15;
+
 impl Options {
     /// Reads and checks the options object.
     ///
@@ -76,14 +95,14 @@ impl Options {
                     .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?,
             ),
         };
-        let lease_ms = optional_number(v, "leaseMs", 1)?.map(|n| n as i64);
+        let lease_ms = optional_ms(v, "leaseMs", 1)?.map(|n| n as i64);
         let mut backoff = Backoff::default();
         let b = get(v, "backoff");
         if b.is_object() {
-            if let Some(base) = optional_number(&b, "baseMs", 0)? {
+            if let Some(base) = optional_ms(&b, "baseMs", 0)? {
                 backoff.base_ms = base as i64;
             }
-            if let Some(cap) = optional_number(&b, "capMs", 0)? {
+            if let Some(cap) = optional_ms(&b, "capMs", 0)? {
                 backoff.cap_ms = cap as i64;
             }
         }
@@ -152,10 +171,14 @@ impl Inner {
         }
     }
 
-    /// The injected clock (`Date.now()` by default).
+    /// The injected clock (`Date.now()` by default). A reading that is not an instant (the
+    /// clock threw, or gave something other than a number a `Date` can hold: `NaN`,
+    /// `Infinity`, 1e19) is replaced by `Date.now()`: cast to a row's instant it would become
+    /// 1970 (every claim long expired: other tabs would send the row again) or a time no
+    /// row can hold (undecodable rows).
     pub fn now(&self) -> Millis {
         let t = self.now.as_ref().and_then(|f| f.call0(&JsValue::NULL).ok()).and_then(|v| v.as_f64());
-        Millis(t.unwrap_or_else(js_sys::Date::now) as i64)
+        Millis(t.filter(|t| t.abs() <= DATE_RANGE_MS).unwrap_or_else(js_sys::Date::now) as i64)
     }
 
     /// Fails with `CLOSED` after `close()`.

@@ -104,12 +104,14 @@ impl Outbox {
             callback.dyn_into_function().ok_or_else(|| OutboxError::invalid("subscribe needs a function"))?;
         let id = self.inner.notifier.subscribe(f);
         let inner = Rc::downgrade(&self.inner);
-        let unsubscribe = Closure::once_into_js(move || {
+        // Callable any number of times (only the first does anything): an app's cleanup
+        // may well run twice.
+        let unsubscribe = Closure::<dyn Fn()>::new(move || {
             if let Some(i) = inner.upgrade() {
                 i.notifier.unsubscribe(id);
             }
         });
-        Ok(unsubscribe)
+        Ok(unsubscribe.into_js_value())
     }
 
     /// Closes the database connection and the channel; later calls, and calls still

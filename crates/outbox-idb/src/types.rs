@@ -52,9 +52,13 @@ export interface UndecodableRow {
 export interface OpenOptions {
   dbName: string;
   tabId?: string;
+  /** How long a claim lasts, 1 to 2147483647 ms (default 10000). */
   leaseMs?: number;
+  /** The clock, epoch ms (default `Date.now`); a reading that is not a `Date`'s number is replaced by `Date.now()`. */
   now?: () => number;
+  /** Draws in [0, 1] (default `Math.random`); one outside is clamped into it, `NaN` counts as 0. */
   random?: () => number;
+  /** Retry delays, each 0 to 2147483647 ms (defaults 1000 and 300000). */
   backoff?: { baseMs?: number; capMs?: number };
   /** Rows of different targets sent at once (default 16). */
   concurrency?: number;

@@ -346,6 +346,19 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
     assert_eq!(code_of(a.metrics(JsValue::from(false))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": ""})))).await, "INVALID_ARGUMENT");
     assert_eq!(code_of(Outbox::open(obj(json!({"dbName": "x", "leaseMs": -1})))).await, "INVALID_ARGUMENT");
+    // Longer than a timer waits: claims would expire past what a row can hold.
+    assert_eq!(
+        code_of(Outbox::open(obj(json!({"dbName": "x", "leaseMs": 2_147_483_648u64})))).await,
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(
+        code_of(Outbox::open(obj(json!({"dbName": "x", "backoff": {"capMs": 1e19}})))).await,
+        "INVALID_ARGUMENT"
+    );
+    assert_eq!(
+        code_of(Outbox::open(obj(json!({"dbName": "x", "backoff": {"baseMs": 3e9}})))).await,
+        "INVALID_ARGUMENT"
+    );
     let invalid = "INVALID_ARGUMENT";
     let classify = outbox_idb::classify_http_js;
     assert_eq!(sync_code(classify("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED)), invalid);
@@ -431,6 +444,8 @@ async fn subscribe_hears_changes_and_unsubscribe_stops_it() {
     ok(a.enqueue(obj(json!({"owner": "alice", "target": "w:2", "kind": "update", "body": {}})), JsValue::UNDEFINED))
         .await;
     assert_eq!(heard.length(), 1);
+    // A second call (an effect's cleanup run twice, say) does nothing and does not throw.
+    unsubscribe.call0(&JsValue::NULL).expect("unsubscribing again is harmless");
 }
 
 #[wasm_bindgen_test]
@@ -540,4 +555,46 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
     let bad = flush_opts("alice", send);
     set(&bad, "deadline", &f64::NAN.into());
     assert_eq!(code_of(a.flush(bad)).await, "INVALID_ARGUMENT");
+}
+
+#[wasm_bindgen_test]
+async fn the_longest_lease_and_backoff_are_accepted() {
+    let db = db_name("longest-lease");
+    let o = options(&db, "tab-a");
+    set(&o, "leaseMs", &2_147_483_647.0.into());
+    set(&o, "backoff", &obj(json!({"baseMs": 2_147_483_647.0, "capMs": 2_147_483_647.0})));
+    let a = Outbox::open_with(o).await.expect("open");
+    let row = ok(
+        a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED)
+    )
+    .await;
+    let ticket = ok(a.claim("alice".into(), row["id"].as_str().unwrap().into())).await;
+    assert!(ticket.is_object(), "{ticket}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["claim"]["expiresAt"].as_f64(), Some(T0 + 2_147_483_647.0));
+    assert_eq!(ok(a.metrics(JsValue::UNDEFINED)).await["undecodable"], 0);
+}
+
+#[wasm_bindgen_test]
+async fn a_clock_reading_that_is_no_instant_is_replaced_by_date_now() {
+    // NaN cast to a row's instant was 1970 (every claim expired at once for the other tabs);
+    // 1e19 was past what a row holds (the row written was undecodable, never sent).
+    for (i, reading) in ["NaN", "Infinity", "-Infinity", "1e19", "-1e19", "'soon'"].iter().enumerate() {
+        let db = db_name(&format!("odd-clock-{i}"));
+        let o = obj(json!({"dbName": db, "tabId": "tab-a"}));
+        set(&o, "now", &js_fn("", &format!("return {reading};")));
+        let a = Outbox::open_with(o).await.expect("open");
+        let before = js_sys::Date::now();
+        let row = ok(a.enqueue(
+            obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})),
+            JsValue::UNDEFINED,
+        ))
+        .await;
+        let at = row["savedAt"].as_f64().unwrap();
+        assert!(at >= before.floor() && at <= js_sys::Date::now(), "{reading}: savedAt {at}");
+        let rows = ok(a.rows("alice".into())).await;
+        assert_eq!(rows.as_array().unwrap().len(), 1);
+        assert_eq!(rows[0].get("undecodable"), None, "{reading}: {rows}");
+        a.close();
+    }
 }

@@ -5,6 +5,7 @@
 
 use js_sys::{Array, Promise};
 
+use outbox_idb::convert::to_js;
 use outbox_idb::Outbox;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -215,13 +216,11 @@ async fn s7_retry_blocked_checks_its_body_like_enqueue() {
         assert_eq!(code, "INVALID_ARGUMENT", "{body}: {message}");
         assert!(message.contains(&format!("`{path}`")), "{body}: {message}");
     }
-    // An update's body is an object, as at enqueue; `null` is a body, not "keep it".
-    for body in [JsValue::NULL, "text".into(), JsValue::from(3), Array::new().into()] {
-        let (code, message) =
-            refused(a.retry_blocked("alice".into(), update.as_str().into(), body, JsValue::UNDEFINED)).await;
-        assert_eq!(code, "INVALID_ARGUMENT", "{message}");
-        assert!(message.contains("object"), "{message}");
-    }
+    // An update needs a body, as at enqueue: `null` is refused, not taken for "keep it".
+    let (code, message) =
+        refused(a.retry_blocked("alice".into(), update.as_str().into(), JsValue::NULL, JsValue::UNDEFINED)).await;
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("`body`"), "{message}");
     assert_eq!(ok(a.rows("alice".into())).await, before, "nothing was written");
     // A delete's body may be any JSON value, null included, as at enqueue.
     assert_eq!(
@@ -567,4 +566,24 @@ fn a_stored_date_reads_as_a_marker_with_its_time_in_whole_digits() {
     assert_eq!(marker("b"), "Date:8640000000000000");
     assert_eq!(marker("c"), "Date:-5");
     assert_eq!(marker("d"), "Date:NaN");
+}
+
+#[wasm_bindgen_test]
+async fn s7_retry_blocked_takes_any_json_body_enqueue_takes() {
+    // A JSON Patch, a string, a number: an update's body need not be an object (§3), and a
+    // blocked one is corrected the same way (before: only objects, unlike enqueue).
+    for (i, body) in [json!([{"op": "replace", "path": "/w", "value": 2}]), json!("text"), json!(3)].iter().enumerate()
+    {
+        let db = db_name(&format!("retry-any-body-{i}"));
+        let a = open(&db, "tab-a").await;
+        let (update, _) = blocked_rows(&a).await;
+        assert_eq!(
+            ok(a.retry_blocked("alice".into(), update.as_str().into(), to_js(body), JsValue::UNDEFINED)).await,
+            true
+        );
+        let rows = ok(a.rows("alice".into())).await;
+        let row = rows.as_array().unwrap().iter().find(|r| r["target"] == "w:1").unwrap();
+        assert_eq!((&row["body"], &row["state"]), (body, &json!("queued")), "{rows}");
+        assert_ne!(row["id"], json!(update), "re-issued under a new id");
+    }
 }
