@@ -10,7 +10,7 @@ import { launch } from "../tests/soak/browser";
 import { startPeerOrigin, WORKBOX_VERSION } from "../tests/soak/peer";
 import { floorA, floorB } from "./lib/floors";
 import { enqueue, flush, pagesInTurns, posts } from "./lib/outbox";
-import { ownerReads, READS } from "./lib/owner-reads";
+import { ownerReads, purgeOwner, READS } from "./lib/owner-reads";
 import { QUICK, SIZES as S } from "./lib/setup";
 import { packageSize } from "./lib/size";
 import { machine, perRow, render, times, writeJson, type Figure } from "./lib/table";
@@ -104,6 +104,13 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
             target: what === "flush" ? undefined : "≤ ×2", met: what === "flush" ? undefined : b / a <= 2,
             data: { others: S.others, own: S.own, few: reads[0][what], many: reads[1][what] } });
     }
+
+    // An owner-wide command over a small and a large queue: the cost per row stays flat.
+    const purges = [await purgeOwner(context, page, S.small, S.runs), await purgeOwner(context, page, S.large, S.runsLarge)];
+    const [p1, p2] = [purges[0].ms / S.small, purges[1].ms / S.large];
+    add({ figure: `purgeOwner of the owner's ${n(S.small)} / ${n(S.large)} rows, per row (${runsOf(purges[0])} / ${runsOf(purges[1])})`,
+          value: `${p1.toFixed(3)} / ${p2.toFixed(3)} ms/row`, ratio: `${times(p2 / p1)} (${n(S.large)} ÷ ${n(S.small)}, per row)`,
+          target: "≤ ×2 (flat; not issue 12's)", met: p2 / p1 <= 2, data: { sizes: [S.small, S.large], small: purges[0], large: purges[1] } });
   } finally {
     await context.close();
     await origin.close();

@@ -205,6 +205,13 @@ window.bench = {
     idb.close();
   },
 
+  /** One purgeOwner(owner), timed, and how many rows it removed. */
+  async purge(owner) {
+    const t0 = performance.now();
+    const n = await this.outbox.purgeOwner(owner);
+    return { ms: performance.now() - t0, n };
+  },
+
   /** One call of rows(owner), metrics(owner) or undecodable(), timed. */
   async read(what, owner) {
     const o = this.outbox;

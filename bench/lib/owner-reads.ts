@@ -25,3 +25,19 @@ export async function ownerReads(context: BrowserContext, page: Page, others: nu
   }
   return out;
 }
+
+/**
+ * `purgeOwner` of an owner with `own` queued rows (an owner-wide command: one transaction
+ * over the owner's range), on a fresh database. Per row it should not grow with `own`.
+ */
+export async function purgeOwner(context: BrowserContext, page: Page, own: number, runs: number) {
+  await benchPage(context, fresh(`purge-${own}`), "tab-a", page);
+  return measure(runs, async () => {
+    const owner = fresh("leaving");
+    await call(page, "seed", owner, own);
+    const r = await call<{ ms: number; n: number }>(page, "purge", owner);
+    expect(r.n).toBe(own);
+    expect(await call<number>(page, "left", owner)).toBe(0);
+    return r.ms;
+  });
+}
