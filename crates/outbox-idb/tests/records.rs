@@ -433,28 +433,3 @@ async fn closing_right_after_a_burst_still_posts_what_was_gathered() {
     let (_, from_a) = burst(&db_name("records-burst-close"), true).await;
     assert_eq!(keys_named(&from_a).len(), 20, "{from_a:?}");
 }
-
-#[wasm_bindgen_test]
-async fn a_record_write_breaking_a_unique_index_is_invalid_argument_and_writes_nothing() {
-    let db = db_name("records-unique");
-    let o = options(&db, "tab-a");
-    let unique = json!({"name": "bySlug", "keyPath": "slug", "unique": true});
-    set(
-        &o,
-        "records",
-        &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id", "indexes": [unique]}]})),
-    );
-    let a = Outbox::open_with(o).await.expect("open with records");
-    let first = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
-    ok(a.enqueue(first, writes(json!([{"store": "todos", "put": {"id": "t1", "slug": "s"}}])))).await;
-    // IndexedDB refuses the put only when it runs it: the transaction aborts at commit.
-    let second = obj(json!({"owner": "alice", "kind": "update", "target": "t2", "body": {"n": 2}}));
-    let refused =
-        settle(a.enqueue(second, writes(json!([{"store": "todos", "put": {"id": "t2", "slug": "s"}}])))).await;
-    let (code, message) = coded(&refused.expect_err("the unique index refuses the put"));
-    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
-    assert!(message.contains("ConstraintError"), "{message}");
-    assert_eq!(record(&a, "t2").await, Value::Null);
-    let rows = ok(a.rows("alice".into())).await;
-    assert_eq!(rows.as_array().unwrap().len(), 1, "only the first enqueue's row: {rows}");
-}
