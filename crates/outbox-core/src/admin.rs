@@ -14,10 +14,11 @@ use serde_json::Value;
 /// of that owner. Returns the plan and how many rows it resumes (`None` if none).
 #[must_use]
 pub fn plan_resume_held(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePlan, usize)> {
-    let mut plan = owner_wide(owner, owner_rows);
+    // Every row of the range is the owner's (§11): only its state is looked at.
+    let mut plan = owner_range_plan(owner, owner_rows);
     for raw in &plan.expected {
         let Ok(mut row) = decode(raw) else { continue };
-        if !owns(owner, &row) || row.state != RowState::Held {
+        if row.state != RowState::Held {
             continue;
         }
         row.state = RowState::Queued;
@@ -109,13 +110,8 @@ pub fn plan_discard(
 /// Removes every decodable row of `owner` (logout); undecodable rows are kept (§3).
 #[must_use]
 pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePlan, usize)> {
-    let mut plan = owner_wide(owner, owner_rows);
-    for raw in &plan.expected {
-        let Ok(row) = decode(raw) else { continue };
-        if owns(owner, &row) {
-            plan.deletes.push(row.id);
-        }
-    }
+    let mut plan = owner_range_plan(owner, owner_rows);
+    plan.deletes = plan.expected.iter().filter_map(|raw| decode(raw).ok()).map(|row| row.id).collect();
     let n = plan.deletes.len();
     (n > 0).then_some((plan, n))
 }
@@ -123,7 +119,7 @@ pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
 /// The start of an owner-wide plan: the owner's whole range ([`Scope::Owner`]) as read,
 /// every row of it expected as it is (decodable or not). A change of any of them since the
 /// read makes the replace stale, and the command plans again on what it finds.
-fn owner_wide(owner: &str, owner_rows: &[Value]) -> ReplacePlan {
+fn owner_range_plan(owner: &str, owner_rows: &[Value]) -> ReplacePlan {
     let scope = Scope::Owner(owner.to_owned());
     let expected = in_scope(&scope, owner_rows).into_iter().cloned().collect();
     ReplacePlan { scopes: vec![scope], expected, ..Default::default() }

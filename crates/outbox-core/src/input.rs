@@ -88,6 +88,19 @@ pub fn check_owner(owner: &str) -> Result<(), InputError> {
     }
 }
 
+/// §3 rule 4: a create or an update carries a body, any JSON value but `null` (a JSON
+/// Patch, a string...); a delete's is optional. Checked at `enqueue` and for the body a
+/// `retryBlocked` replaces.
+///
+/// # Errors
+/// [`InputError::MissingBody`].
+pub fn check_body(kind: Kind, body: &Value) -> Result<(), InputError> {
+    if kind != Kind::Delete && body.is_null() {
+        return Err(InputError::MissingBody);
+    }
+    Ok(())
+}
+
 impl NewOperation {
     /// Reads an operation from the app's JSON.
     ///
@@ -120,9 +133,7 @@ impl NewOperation {
             _ => {}
         }
         let body = obj.get("body").cloned().unwrap_or(Value::Null);
-        if kind != Kind::Delete && body.is_null() {
-            return Err(InputError::MissingBody);
-        }
+        check_body(kind, &body)?;
         let revision = match obj.get("revision") {
             None | Some(Value::Null) => None,
             Some(r) if is_revision(r) => Some(r.clone()),

@@ -17,7 +17,7 @@ use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
 use outbox_core::records::{enqueue_records, parse_writes, row_records, WriteInput};
 use outbox_core::row::{find_stored as find, stored_order_key};
-use outbox_core::{decode, Flush, FlushOptions, Kind, ReplaceOutcome, Scope, Ticket};
+use outbox_core::{decode, Flush, FlushOptions, ReplaceOutcome, Scope, Ticket};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
@@ -337,11 +337,8 @@ impl Outbox {
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 return Ok(JsValue::FALSE);
             };
-            if body.as_ref().is_some_and(|b| row.kind != Kind::Delete && b.is_null()) {
-                return Err(OutboxError::invalid(format!(
-                    "`body` must not be null for a {} (leave it out to keep the body)",
-                    row.kind.as_str()
-                )));
+            if let Some(b) = &body {
+                outbox_core::input::check_body(row.kind, b)?;
             }
             let new_id = crate::ids::new_id();
             let records = row_records(&writes, &row.target);
