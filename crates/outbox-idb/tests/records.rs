@@ -433,3 +433,57 @@ async fn closing_right_after_a_burst_still_posts_what_was_gathered() {
     let (_, from_a) = burst(&db_name("records-burst-close"), true).await;
     assert_eq!(keys_named(&from_a).len(), 20, "{from_a:?}");
 }
+
+#[wasm_bindgen_test]
+async fn a_record_write_breaking_a_unique_index_is_invalid_argument_and_writes_nothing() {
+    let db = db_name("records-unique");
+    let o = options(&db, "tab-a");
+    let unique = json!({"name": "bySlug", "keyPath": "slug", "unique": true});
+    set(
+        &o,
+        "records",
+        &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id", "indexes": [unique]}]})),
+    );
+    let a = Outbox::open_with(o).await.expect("open with records");
+    let first = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    ok(a.enqueue(first, writes(json!([{"store": "todos", "put": {"id": "t1", "slug": "s"}}])))).await;
+    // IndexedDB refuses the put only when it runs it: the transaction aborts at commit.
+    let second = obj(json!({"owner": "alice", "kind": "update", "target": "t2", "body": {"n": 2}}));
+    let refused =
+        settle(a.enqueue(second, writes(json!([{"store": "todos", "put": {"id": "t2", "slug": "s"}}])))).await;
+    let (code, message) = coded(&refused.expect_err("the unique index refuses the put"));
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("ConstraintError"), "{message}");
+    assert_eq!(record(&a, "t2").await, Value::Null);
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "only the first enqueue's row: {rows}");
+}
+
+#[wasm_bindgen_test]
+async fn an_answer_whose_reconcile_breaks_a_unique_index_is_not_applied() {
+    let db = db_name("records-unique-answer");
+    let o = options(&db, "tab-a");
+    let unique = json!({"name": "bySlug", "keyPath": "slug", "unique": true});
+    set(
+        &o,
+        "records",
+        &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id", "indexes": [unique]}]})),
+    );
+    let a = Outbox::open_with(o).await.expect("open with records");
+    let other = obj(json!({"owner": "bob", "kind": "update", "target": "t0", "body": {"n": 0}}));
+    ok(a.enqueue(other, writes(json!([{"store": "todos", "put": {"id": "t0", "slug": "taken"}}])))).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "slug": "mine"}}])))).await;
+    let f = obj(json!({"owner": "alice", "concurrency": 1}));
+    set(&f, "send", &js_fn("op", "return {type: 'success', receipt: {revision: 2}};"));
+    set(&f, "reconcile", &js_fn("a", "return [{store: 'todos', patch: 't1', set: {slug: 'taken'}}];"));
+    // IndexedDB refuses the patch only when it runs it: the answer's transaction aborts whole,
+    // so the row is not acknowledged and the record is as it was.
+    let err = settle(a.flush(f)).await.expect_err("the unique index refuses the patch");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert_eq!(record(&a, "t1").await, json!({"id": "t1", "slug": "mine"}));
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "the row is kept, to be sent again: {rows}");
+    assert_eq!(rows[0]["state"], "sending", "sent again after its lease: {rows}");
+}
