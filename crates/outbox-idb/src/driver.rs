@@ -4,7 +4,7 @@
 //! their results. Sends and ports are awaited between transactions, never inside one.
 
 use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_js};
-use crate::error::{OutboxError, Result};
+use crate::error::{ErrorCode, OutboxError, Result};
 use crate::idb::records::AppStores;
 use crate::idb::store::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
@@ -166,6 +166,12 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
 /// each is planned (synchronously, inside it) on the rows as left by the ones before it and
 /// commits or is stale on its own, exactly as if each had its own transaction.
 ///
+/// A record write that IndexedDB refuses only when it runs it (a unique index of an app
+/// store that an answer's `reconcile` writes break) aborts the whole transaction, and with
+/// it the answers sharing it: they are then written again one transaction each, so that
+/// only the culprit is left unapplied, as if its port had thrown (the row stays claimed and
+/// is sent again after its lease).
+///
 /// Each transaction that changed something is announced to the other tabs as soon as it
 /// commits, so a long flush shows its progress (and nothing is lost if it fails later).
 async fn write_together(
@@ -175,6 +181,45 @@ async fn write_together(
     owner: String,
     writes: Vec<(Token, Vec<Scope>)>,
 ) -> Result<()> {
+    let results = match transact(&inner, &flush, &ports, &owner, &writes).await {
+        Err(e) if e.code == ErrorCode::InvalidArgument => {
+            let mut results = Vec::with_capacity(writes.len());
+            for w in &writes {
+                let alone = match writes.len() {
+                    1 => Err(e.clone()),
+                    _ => transact(&inner, &flush, &ports, &owner, std::slice::from_ref(w)).await,
+                };
+                results.push(match alone {
+                    Ok(mut r) => r.pop().flatten(),
+                    Err(e) if e.code == ErrorCode::InvalidArgument => {
+                        web_sys::console::warn_1(&format!("outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease", e.message).into());
+                        Some(ReplaceOutcome::Stale)
+                    }
+                    Err(e) => return Err(e),
+                });
+            }
+            results
+        }
+        other => other?,
+    };
+    let conflicts_before = flush.borrow().report().counters.conflicts;
+    for ((token, _), result) in writes.iter().zip(results) {
+        flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
+    }
+    // Conflict successors count when they are written (§12), like the attempts above.
+    inner.counters.borrow_mut().conflicts += flush.borrow().report().counters.conflicts - conflicts_before;
+    Ok(())
+}
+
+/// One readwrite transaction over `writes` (see [`write_together`]), announced if it
+/// changed something.
+async fn transact(
+    inner: &Rc<Inner>,
+    flush: &Rc<RefCell<Flush>>,
+    ports: &Ports,
+    owner: &str,
+    writes: &[(Token, Vec<Scope>)],
+) -> Result<Vec<Option<ReplaceOutcome>>> {
     let now = inner.now();
     let items: Vec<(Vec<Scope>, Planner<'_>)> = writes
         .iter()
@@ -192,17 +237,10 @@ async fn write_together(
         reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
     };
     let done = inner.store.transact_records(items, Durability::Default, &port, &[]).await?;
-    let results = done.outcomes;
-    if results.contains(&Some(ReplaceOutcome::Committed)) {
-        inner.notifier.changed_records("flush", Some(&owner), &done.changed);
+    if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
+        inner.notifier.changed_records("flush", Some(owner), &done.changed);
     }
-    let conflicts_before = flush.borrow().report().counters.conflicts;
-    for ((token, _), result) in writes.iter().zip(results) {
-        flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
-    }
-    // Conflict successors count when they are written (§12), like the attempts above.
-    inner.counters.borrow_mut().conflicts += flush.borrow().report().counters.conflicts - conflicts_before;
-    Ok(())
+    Ok(done.outcomes)
 }
 
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {

@@ -459,10 +459,10 @@ async fn a_record_write_breaking_a_unique_index_is_invalid_argument_and_writes_n
     assert_eq!(rows.as_array().unwrap().len(), 1, "only the first enqueue's row: {rows}");
 }
 
-#[wasm_bindgen_test]
-async fn an_answer_whose_reconcile_breaks_a_unique_index_is_not_applied() {
-    let db = db_name("records-unique-answer");
-    let o = options(&db, "tab-a");
+/// An outbox whose `todos` store has a unique index on `slug`, and the record `t0` holding
+/// the slug `taken` (written with a row of another owner).
+async fn open_unique(db: &str) -> Outbox {
+    let o = options(db, "tab-a");
     let unique = json!({"name": "bySlug", "keyPath": "slug", "unique": true});
     set(
         &o,
@@ -472,18 +472,53 @@ async fn an_answer_whose_reconcile_breaks_a_unique_index_is_not_applied() {
     let a = Outbox::open_with(o).await.expect("open with records");
     let other = obj(json!({"owner": "bob", "kind": "update", "target": "t0", "body": {"n": 0}}));
     ok(a.enqueue(other, writes(json!([{"store": "todos", "put": {"id": "t0", "slug": "taken"}}])))).await;
-    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
-    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "slug": "mine"}}])))).await;
-    let f = obj(json!({"owner": "alice", "concurrency": 1}));
+    a
+}
+
+/// Flushes alice's rows with `concurrency`; `reconcile` gives the record of `bad` the slug
+/// `taken`, which IndexedDB refuses only when it runs the write.
+async fn flush_breaking_unique(a: &Outbox, concurrency: u32) -> Value {
+    let f = obj(json!({"owner": "alice", "concurrency": concurrency}));
     set(&f, "send", &js_fn("op", "return {type: 'success', receipt: {revision: 2}};"));
-    set(&f, "reconcile", &js_fn("a", "return [{store: 'todos', patch: 't1', set: {slug: 'taken'}}];"));
-    // IndexedDB refuses the patch only when it runs it: the answer's transaction aborts whole,
-    // so the row is not acknowledged and the record is as it was.
-    let err = settle(a.flush(f)).await.expect_err("the unique index refuses the patch");
-    let (code, message) = coded(&err);
-    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
-    assert_eq!(record(&a, "t1").await, json!({"id": "t1", "slug": "mine"}));
+    set(
+        &f,
+        "reconcile",
+        &js_fn("a", "return [{store: 'todos', patch: a.row.target, set: a.row.target === 'bad' ? {slug: 'taken'} : {synced: true}}];"),
+    );
+    ok(a.flush(f)).await
+}
+
+#[wasm_bindgen_test]
+async fn an_answer_whose_reconcile_breaks_a_unique_index_is_not_applied() {
+    let a = open_unique(&db_name("records-unique-answer")).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "bad", "body": {"n": 1}}));
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "bad", "slug": "mine"}}])))).await;
+    let rep = flush_breaking_unique(&a, 1).await;
+    assert_eq!(rep["succeeded"], 0, "{rep}");
+    // The answer's transaction aborted whole: the row is not acknowledged, the record as it was.
+    assert_eq!(record(&a, "bad").await, json!({"id": "bad", "slug": "mine"}));
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows.as_array().unwrap().len(), 1, "the row is kept, to be sent again: {rows}");
     assert_eq!(rows[0]["state"], "sending", "sent again after its lease: {rows}");
+}
+
+#[wasm_bindgen_test]
+async fn a_unique_index_one_answer_breaks_leaves_the_answers_sharing_its_transaction_applied() {
+    let a = open_unique(&db_name("records-unique-shared")).await;
+    let targets = ["a", "b", "bad", "c", "d"];
+    for t in targets {
+        let op = obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"n": 1}}));
+        ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": t, "slug": t}}])))).await;
+    }
+    // Instant answers of one claim batch share one transaction, which the culprit aborts.
+    let rep = flush_breaking_unique(&a, 16).await;
+    assert_eq!(rep["succeeded"], 4, "{rep}");
+    for t in targets.iter().filter(|t| **t != "bad") {
+        assert_eq!(record(&a, t).await, json!({"id": t, "slug": t, "synced": true}));
+    }
+    assert_eq!(record(&a, "bad").await, json!({"id": "bad", "slug": "bad"}));
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["target"], "bad");
+    assert_eq!(rows[0]["state"], "sending", "sent again after its lease");
 }
