@@ -457,6 +457,18 @@ async fn a_record_write_breaking_a_unique_index_is_invalid_argument_and_writes_n
     assert_eq!(record(&a, "t2").await, Value::Null);
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows.as_array().unwrap().len(), 1, "only the first enqueue's row: {rows}");
+    // A write after the refused put is refused because the transaction is gone (AbortError):
+    // the error names what failed the transaction, not that write.
+    let third = obj(json!({"owner": "alice", "kind": "update", "target": "t3", "body": {"n": 3}}));
+    let w = writes(json!([
+        {"store": "todos", "put": {"id": "t3", "slug": "s"}},
+        {"store": "todos", "put": {"id": "t4", "slug": "t"}},
+    ]));
+    let (code, message) = coded(&settle(a.enqueue(third, w)).await.expect_err("refused"));
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("unique index"), "{message}");
+    assert_eq!((record(&a, "t3").await, record(&a, "t4").await), (Value::Null, Value::Null));
+    assert_eq!(ok(a.rows("alice".into())).await.as_array().unwrap().len(), 1);
 }
 
 /// An outbox whose `todos` store has a unique index on `slug`, and the record `t0` holding

@@ -4,6 +4,7 @@
 //! only a record that exists, as `outbox_core::records::{patched, rekeyed}` define.
 
 use super::request::request;
+use super::store::transaction_failed;
 use crate::convert::{from_js, to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};
@@ -46,11 +47,19 @@ impl AppStores {
     }
 }
 
-fn refused(store: &str, e: &JsValue) -> OutboxError {
+fn refused(tx: &IdbTransaction, store: &str, e: &JsValue) -> OutboxError {
     let what = dom_name(e).unwrap_or_else(|| "Error".into());
     let msg = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
-    if what == "QuotaExceededError" {
-        return OutboxError::storage("record write", e);
+    match what.as_str() {
+        "QuotaExceededError" => return OutboxError::storage("record write", e),
+        // The transaction failed before this write ran (an earlier put broke a unique index,
+        // the quota ran out): what failed it is the error, not this write.
+        "AbortError" | "TransactionInactiveError" => {
+            if let Some(cause) = tx.error() {
+                return transaction_failed(&cause);
+            }
+        }
+        _ => {}
     }
     OutboxError::invalid(format!("a record write to `{store}` was refused ({what}: {msg}); nothing was written"))
 }
@@ -166,10 +175,10 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
     let mut changed = Vec::with_capacity(writes.len());
     for w in writes {
         let name = w.store();
-        let store = tx.object_store(name).map_err(|e| refused(name, &e))?;
+        let store = tx.object_store(name).map_err(|e| refused(tx, name, &e))?;
         let path = key_path(&store);
         let inline = !path.is_null();
-        let fail = |e: JsValue| refused(name, &e);
+        let fail = |e: JsValue| refused(tx, name, &e);
         match w {
             RecordWrite::Put { value, key, .. } => {
                 // The key given, or the one the value holds at a simple key path.

@@ -383,7 +383,7 @@ impl Store {
         if record_writes.is_empty() {
             let _ = tx.unchecked_ref::<CommittableTransaction>().commit_now();
         }
-        done.await.map_err(|e| commit_failed(&e))?;
+        done.await.map_err(|e| transaction_failed(&e))?;
         Ok(Transacted { outcomes: results, changed, puts })
     }
 }
@@ -426,7 +426,7 @@ fn begin(
 /// that one of the record writes broke (the queue's own rows are written with `put`, under
 /// indexes that are not unique): the app's argument, as docs/api.md says; anything else is
 /// the database's failure.
-fn commit_failed(e: &JsValue) -> OutboxError {
+pub(super) fn transaction_failed(e: &JsValue) -> OutboxError {
     if dom_name(e).as_deref() == Some("ConstraintError") {
         OutboxError::invalid(
             "a record write broke a unique index of an app store (ConstraintError); nothing was written",
