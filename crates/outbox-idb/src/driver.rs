@@ -181,27 +181,20 @@ async fn write_together(
     owner: String,
     writes: Vec<(Token, Vec<Scope>)>,
 ) -> Result<()> {
-    let results = match transact(&inner, &flush, &ports, &owner, &writes).await {
-        Err(e) if e.code == ErrorCode::InvalidArgument => {
-            let mut results = Vec::with_capacity(writes.len());
-            for w in &writes {
-                let alone = match writes.len() {
-                    1 => Err(e.clone()),
-                    _ => transact(&inner, &flush, &ports, &owner, std::slice::from_ref(w)).await,
-                };
-                results.push(match alone {
-                    Ok(mut r) => r.pop().flatten(),
-                    Err(e) if e.code == ErrorCode::InvalidArgument => {
-                        web_sys::console::warn_1(&format!("outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease", e.message).into());
-                        Some(ReplaceOutcome::Stale)
-                    }
-                    Err(e) => return Err(e),
-                });
+    let mut results = Vec::with_capacity(writes.len());
+    let mut alone = false;
+    while results.len() < writes.len() {
+        let part = if alone { &writes[results.len()..=results.len()] } else { &writes[..] };
+        match transact(&inner, &flush, &ports, &owner, part).await {
+            Ok(r) => results.extend(r),
+            Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
+            Err(e) if e.code == ErrorCode::InvalidArgument => {
+                web_sys::console::warn_1(&format!("outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease", e.message).into());
+                results.push(Some(ReplaceOutcome::Stale));
             }
-            results
+            Err(e) => return Err(e),
         }
-        other => other?,
-    };
+    }
     let conflicts_before = flush.borrow().report().counters.conflicts;
     for ((token, _), result) in writes.iter().zip(results) {
         flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
