@@ -149,6 +149,9 @@ fn s6_an_answer_with_another_tabs_ticket_changes_nothing_even_when_the_row_carri
     );
     assert_eq!(f.poll_request(), None, "nothing to read or write");
     assert!(f.is_done());
+    assert!(f.is_one_answer(), "an ack, not a flush of the queue");
+    let drain = outbox_core::Flush::new(outbox_core::FlushOptions::new("alice", w.tabs[B].tab.clone()), &mut out);
+    assert!(!drain.is_one_answer());
     assert_eq!((f.report().applied, f.report().receipts.len()), (0, 0));
     assert_eq!(w.raw(&c1.id).unwrap(), before);
     assert!(out.is_empty());

@@ -168,9 +168,10 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
 ///
 /// A record write that IndexedDB refuses only when it runs it (a unique index of an app
 /// store that an answer's `reconcile` writes break) aborts the whole transaction, and with
-/// it the answers sharing it: they are then written again one transaction each, so that
-/// only the culprit is left unapplied, as if its port had thrown (the row stays claimed and
-/// is sent again after its lease).
+/// it the writes sharing it: they are then carried out again one transaction each, so that
+/// only the culprit fails. In a flush of the queue the culprit is left unapplied, as if its
+/// port had thrown (the row stays claimed and is sent again after its lease) and the flush
+/// goes on; an `ack` rejects with the error.
 ///
 /// Each transaction that changed something is announced to the other tabs as soon as it
 /// commits, so a long flush shows its progress (and nothing is lost if it fails later).
@@ -183,25 +184,31 @@ async fn write_together(
 ) -> Result<()> {
     let mut results = Vec::with_capacity(writes.len());
     let mut alone = false;
+    let mut failed = None;
     while results.len() < writes.len() {
         let part = if alone { &writes[results.len()..=results.len()] } else { &writes[..] };
         match transact(&inner, &flush, &ports, &owner, part).await {
             Ok(r) => results.extend(r),
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
-            Err(e) if e.code == ErrorCode::InvalidArgument => {
+            Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
                 web_sys::console::warn_1(&format!("outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease", e.message).into());
                 results.push(Some(ReplaceOutcome::Stale));
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
         }
     }
+    // The writes that committed before a failure count too: their rows are gone and their
+    // receipts belong in the report the failed flush rejects with.
     let conflicts_before = flush.borrow().report().counters.conflicts;
     for ((token, _), result) in writes.iter().zip(results) {
         flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
     }
     // Conflict successors count when they are written (§12), like the attempts above.
     inner.counters.borrow_mut().conflicts += flush.borrow().report().counters.conflicts - conflicts_before;
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 /// One readwrite transaction over `writes` (see [`write_together`]), announced if it

@@ -7,6 +7,7 @@ use js_sys::{Array, Reflect};
 use outbox_idb::convert::from_js;
 use outbox_idb::Outbox;
 use serde_json::{json, Value};
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
@@ -503,17 +504,44 @@ async fn an_answer_whose_reconcile_breaks_a_unique_index_is_not_applied() {
     assert_eq!(rows[0]["state"], "sending", "sent again after its lease: {rows}");
 }
 
-#[wasm_bindgen_test]
-async fn a_unique_index_one_answer_breaks_leaves_the_answers_sharing_its_transaction_applied() {
-    let a = open_unique(&db_name("records-unique-shared")).await;
-    let targets = ["a", "b", "bad", "c", "d"];
+/// Counts, in `globalThis.sharedAborts`, the aborted transactions that had deleted more than
+/// one row: answers that shared a transaction.
+fn count_shared_aborts() {
+    js(
+        "",
+        "globalThis.sharedAborts = 0;
+         if (globalThis.plainDelete) return;
+         const del = (globalThis.plainDelete = IDBObjectStore.prototype.delete);
+         IDBObjectStore.prototype.delete = function (k) {
+           const tx = this.transaction;
+           tx.deletes = (tx.deletes || 0) + 1;
+           if (tx.deletes === 2) tx.addEventListener('abort', () => globalThis.sharedAborts++);
+           return del.call(this, k);
+         };",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+}
+
+/// Enqueues an update of each of `targets` for alice, its record's slug its target.
+async fn enqueue_slugged(a: &Outbox, targets: &[&str]) {
     for t in targets {
         let op = obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"n": 1}}));
         ok(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": t, "slug": t}}])))).await;
     }
+}
+
+#[wasm_bindgen_test]
+async fn a_unique_index_one_answer_breaks_leaves_the_answers_sharing_its_transaction_applied() {
+    let a = open_unique(&db_name("records-unique-shared")).await;
+    let targets = ["a", "b", "bad", "c", "d"];
+    enqueue_slugged(&a, &targets).await;
+    count_shared_aborts();
     // Instant answers of one claim batch share one transaction, which the culprit aborts.
     let rep = flush_breaking_unique(&a, 16).await;
+    assert!(get(&js_sys::global(), "sharedAborts").as_f64().unwrap() >= 1.0, "the answers shared a transaction");
     assert_eq!(rep["succeeded"], 4, "{rep}");
+    assert_eq!(rep["skipped"], 1, "the culprit, given up: {rep}");
     for t in targets.iter().filter(|t| **t != "bad") {
         assert_eq!(record(&a, t).await, json!({"id": t, "slug": t, "synced": true}));
     }
@@ -522,4 +550,57 @@ async fn a_unique_index_one_answer_breaks_leaves_the_answers_sharing_its_transac
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
     assert_eq!(rows[0]["target"], "bad");
     assert_eq!(rows[0]["state"], "sending", "sent again after its lease");
+}
+
+#[wasm_bindgen_test]
+async fn a_flush_failing_while_it_writes_answers_one_by_one_reports_those_that_committed() {
+    let db = db_name("records-unique-closed");
+    let a = Rc::new(open_unique(&db).await);
+    enqueue_slugged(&a, &["a", "b", "bad", "c", "d"]).await;
+    let close = Closure::<dyn FnMut()>::new({
+        let a = a.clone();
+        move || a.close()
+    });
+    Reflect::set(&js_sys::global(), &"closeA".into(), close.as_ref()).unwrap();
+    let f = obj(json!({"owner": "alice"}));
+    set(&f, "send", &js_fn("op", "return {type: 'success', receipt: {revision: 2}};"));
+    // Asked once per answer in the shared transaction, then again one by one: the outbox is
+    // closed while the second answer is written alone, so the third's transaction fails.
+    set(
+        &f,
+        "reconcile",
+        &js_fn(
+            "a",
+            "globalThis.closeAfter = (globalThis.closeAfter || 0) + 1; if (globalThis.closeAfter === 7) globalThis.closeA(); \
+             return [{store: 'todos', patch: a.row.target, set: a.row.target === 'bad' ? {slug: 'taken'} : {synced: true}}];",
+        ),
+    );
+    let err = settle(a.flush(f)).await.expect_err("closed mid-flush");
+    assert_eq!(coded(&err).0, "CLOSED", "{}", coded(&err).1);
+    let report = get(&err, "report");
+    let b = open_unique(&db).await;
+    let mut synced = 0;
+    for t in ["a", "b", "c", "d"] {
+        synced += usize::from(record(&b, t).await.get("synced").is_some());
+    }
+    assert!(synced >= 1, "some answers committed one by one before the close");
+    assert_eq!(get(&report, "succeeded").as_f64(), Some(synced as f64), "every committed answer is in the report");
+    let receipts = js_sys::Array::from(&get(&report, "receipts"));
+    assert_eq!(receipts.length() as usize, synced);
+}
+
+#[wasm_bindgen_test]
+async fn an_ack_whose_reconcile_breaks_a_unique_index_rejects() {
+    let a = open_unique(&db_name("records-unique-ack")).await;
+    enqueue_slugged(&a, &["bad"]).await;
+    let id: JsValue = ok(a.rows("alice".into())).await[0]["id"].as_str().unwrap().into();
+    let ticket = settle(a.claim("alice".into(), id.clone())).await.unwrap();
+    let ports = js_sys::Object::new();
+    set(&ports, "reconcile", &js_fn("a", "return [{store: 'todos', patch: 'bad', set: {slug: 'taken'}}];"));
+    let success = obj(json!({"type": "success", "receipt": {"revision": 2}}));
+    let err = settle(a.ack("alice".into(), id, ticket, success, ports.into())).await.expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert_eq!(record(&a, "bad").await, json!({"id": "bad", "slug": "bad"}));
+    assert_eq!(ok(a.rows("alice".into())).await[0]["state"], "sending");
 }

@@ -194,6 +194,13 @@ impl Flush {
         self.id
     }
 
+    /// Whether this carries out one answer the app gave (`ack`, [`Flush::for_answer`])
+    /// rather than draining the owner's queue.
+    #[must_use]
+    pub fn is_one_answer(&self) -> bool {
+        self.phase == Phase::Answering
+    }
+
     /// The owner whose rows this flush sends.
     #[must_use]
     pub fn owner(&self) -> &str {
