@@ -379,7 +379,9 @@ impl Store {
         // app's records are written: Firefox (153 ESR) commits a transaction told to
         // `commit()` even when one of its puts then fails (a unique index of an app store),
         // keeping the queue's row without the record write (tests/records.rs). The queue's
-        // own puts fail no index: none of its indexes is unique.
+        // own puts fail no index: none of its indexes is unique. A put refused for the quota
+        // after `commit()` does abort the transaction in Firefox too (measured with a 10 MB
+        // quota, 2026-12-02), so queue-only transactions keep the early commit.
         if record_writes.is_empty() {
             let _ = tx.unchecked_ref::<CommittableTransaction>().commit_now();
         }
