@@ -55,7 +55,7 @@ use crate::inflight::in_flight;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{chain_order, send_order, Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{chain_order, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -168,12 +168,14 @@ pub fn plan_enqueue(
 
     // The row the new one must wait for: the in-flight row sent last, else a create whose
     // outcome is unknown, else (an edit of `pending:X`) the create X, even if vanished. A
-    // row kept above comes after those unless an in-flight row is later still.
+    // row kept above comes after those unless an in-flight row is later still in the chain
+    // (by its place in `rows`, not by `savedAt`: a successor written by a tab whose clock
+    // is behind carries an earlier `savedAt` than the row it waits for). The wall is before
+    // every row of `rows`.
     let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
+    let place = |r: &Row| rows.iter().position(|x| x.id == r.id);
     let anchor = match kept.last().copied().or(wall) {
-        Some(last_kept) => {
-            Some(last_flying.filter(|f| send_order(f, last_kept).is_gt()).unwrap_or(last_kept).id.clone())
-        }
+        Some(last_kept) => Some(last_flying.filter(|f| place(f) > place(last_kept)).unwrap_or(last_kept).id.clone()),
         None => last_flying
             .or_else(|| rows.iter().find(|r| r.kind == Kind::Create))
             .map(|r| r.id.clone())

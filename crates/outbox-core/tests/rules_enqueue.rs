@@ -48,3 +48,35 @@ fn s7_coalesced_updates_keep_the_newest_base_revision_given() {
     let p = plan_enqueue(&update(Value::Null), "u", "re", &[queued("a", json!("e3"))], &tab, NOW);
     assert_eq!(p.row.unwrap().revision, Some(json!("e3")), "without one, the absorbed row's base revision");
 }
+
+#[test]
+fn s8_a_new_edit_waits_for_a_kept_successor_even_when_its_saved_at_is_earlier_than_the_row_in_flight() {
+    // F is in flight, sent by a tab whose clock is ahead; K, a JSON Patch from a tab whose
+    // clock is behind, waits for F with an earlier `savedAt`. K cannot be merged, so it is
+    // kept, and the new edit must wait for K — the chain is F, K, then the edit — or it would
+    // be claimable as soon as F is answered, beside K.
+    let f = json!({"id": "f", "owner": "alice", "target": "rec:1", "kind": "update", "body": {"w": 1},
+                   "savedAt": NOW.0 + 100_000, "state": "sending", "sentAt": NOW.0 + 100_000,
+                   "claim": {"tabId": "tab-a", "expiresAt": NOW.0 + 200_000, "fence": 1},
+                   "writer": {"bundle": "b", "at": NOW.0 + 100_000}});
+    let k = json!({"id": "k", "owner": "alice", "target": "rec:1", "kind": "update",
+                   "body": [{"op": "replace", "path": "/w", "value": 2}],
+                   "savedAt": NOW.0 - 10, "state": "queued", "successorOf": "f"});
+    let edit = op(json!({"owner": "alice", "target": "rec:1", "kind": "update", "body": {"w": 3}}));
+    let p = plan_enqueue(&edit, "u", "re", &[f.clone(), k.clone()], &Tab::new("tab-b"), NOW);
+    assert_eq!(p.row.expect("a new row").successor_of.as_deref(), Some("k"));
+    assert!(p.plan.deletes.is_empty(), "K is kept");
+    // Without skew (K saved after F) the chain is the same.
+    let mut k_later = k;
+    k_later["savedAt"] = json!(NOW.0 + 100_001);
+    let p = plan_enqueue(&edit, "u", "re", &[f.clone(), k_later], &Tab::new("tab-b"), NOW);
+    assert_eq!(p.row.unwrap().successor_of.as_deref(), Some("k"));
+    // A row in flight that K does not wait for and that was sent after K was written is the
+    // later one: the edit waits for it.
+    let k_alone = json!({"id": "k", "owner": "alice", "target": "rec:1", "kind": "update",
+                         "body": [{"op": "replace", "path": "/w", "value": 2}], "savedAt": 1, "state": "queued"});
+    let mut f_after = f;
+    f_after["savedAt"] = json!(2);
+    let p = plan_enqueue(&edit, "u", "re", &[f_after, k_alone], &Tab::new("tab-b"), NOW);
+    assert_eq!(p.row.unwrap().successor_of.as_deref(), Some("f"));
+}
