@@ -5,7 +5,7 @@
 
 mod sim;
 
-use outbox_core::RowState;
+use outbox_core::{Request, RowState, Scope};
 use serde_json::json;
 use sim::*;
 
@@ -138,4 +138,40 @@ fn s7_orphan_intents_of_one_chain_are_converted_in_its_order() {
     let pos = |id: &str| w.server.received.iter().position(|(a, _, _)| a == id);
     assert!(pos("i1").is_some() && pos("i2").is_some(), "{:?}", w.server.received);
     assert!(pos("i1") < pos("i2"), "patch 1 must reach the server before patch 2: {:?}", w.server.received);
+}
+
+/// Two chained orphan intents are looked up together; when the second one's lookup and
+/// preparation answer first, its conversion waits for the first (§7). Once the first is
+/// converted, the second is tried again in the same flush (§8: a flush drains).
+#[test]
+fn s8_an_orphan_intent_refused_while_the_one_it_waits_for_converts_is_converted_in_the_same_flush() {
+    let mut w = World::new(1);
+    applied_create(&mut w.server, "c"); // the create went through (an older tab), its row is gone
+    let mut i1 = orphan_intent("i1", "c", T0);
+    i1["body"] = json!([{"op": "replace", "path": "/w", "value": 1}]); // cannot be absorbed
+    let mut i2 = orphan_intent("i2", "c", T0 + 1);
+    i2["successorOf"] = json!("i1");
+    w.store.seed(i1);
+    w.store.seed(i2);
+
+    w.start_flush(A, "alice");
+    w.step(A, 0, &mut truthful); // the read: two orphan lookups
+    let finds: Vec<usize> =
+        (0..w.tabs[A].inbox.len()).filter(|&i| matches!(w.tabs[A].inbox[i], Request::FindReceipt { .. })).collect();
+    assert_eq!(finds.len(), 2);
+    // i2's lookup and preparation answer first (the app's ports run concurrently).
+    w.step(A, finds[1], &mut truthful);
+    let p2 = w.find(A, |r| matches!(r, Request::Prepare { intent, .. } if intent.id == "i2")).unwrap();
+    w.step(A, p2, &mut truthful);
+    let w2 =
+        w.find(A, |r| matches!(r, Request::Write { scopes, .. } if scopes.contains(&Scope::Id("i2".into())))).unwrap();
+    w.step(A, w2, &mut truthful); // refused: i1 is still an intent
+    assert!(w.row("i2").unwrap().is_intent());
+    let rep = w.drain(A, &mut truthful);
+
+    assert_eq!(rep.converted, 2, "{rep:?}");
+    let sent: Vec<&str> =
+        w.server.received.iter().map(|(id, _, _)| id.as_str()).filter(|id| id.starts_with('i')).collect();
+    assert_eq!(sent, ["i1", "i2"], "both sent, in their order, in this flush");
+    assert!(w.row("i2").is_none_or(|r| !r.is_intent()), "i2 is no intent any more");
 }

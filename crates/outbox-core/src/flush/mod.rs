@@ -70,7 +70,7 @@ use outstanding::Taken;
 use serde_json::Value;
 use spread::{go_on_elsewhere, start_anywhere};
 use std::collections::{HashMap, HashSet, VecDeque};
-use task::{Task, Wait};
+use task::{IntentAction, OrphanStep, Task, Wait};
 use tasks::Tasks;
 
 /// Where a flush is (see the diagram in the module docs).
@@ -118,8 +118,12 @@ struct Memory {
     /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
     /// commit may be tried again after the next read).
     attempted: HashSet<String>,
-    /// Orphan intents whose receipt this flush looked up (once per flush).
+    /// Orphan intents whose receipt this flush looked up (once per flush, but see
+    /// `orphans_waiting`).
     orphans_tried: HashSet<String>,
+    /// Orphan intents whose conversion was not written (the intent it waits for was still
+    /// one: its lookup answered later). Tried again once an orphan conversion commits.
+    orphans_waiting: HashSet<String>,
     /// Conflict successors this flush wrote: one that conflicts again waits for the next
     /// flush, so two writers racing on one record cannot loop.
     conflict_born: HashSet<String>,
@@ -354,6 +358,21 @@ impl Flush {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        if let Task::Orphan { intent, step: OrphanStep::Write(IntentAction::Convert(_)), .. } = &task {
+            // §8 drain: an orphan converted in this flush lets the one that waited for it be
+            // tried again in the next round (the commit counts as progress).
+            match result {
+                None => {
+                    self.memory.orphans_waiting.insert(intent.id.clone());
+                }
+                Some(ReplaceOutcome::Committed) => {
+                    for id in self.memory.orphans_waiting.drain() {
+                        self.memory.orphans_tried.remove(&id);
+                    }
+                }
+                Some(ReplaceOutcome::Stale) => {}
+            }
+        }
         let stale_before = self.report.stale;
         // §6: after an auth answer, rows whose claim commits now are not sent.
         let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth, .. });
