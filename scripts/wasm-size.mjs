@@ -25,12 +25,15 @@
 // answer's reconcile breaks leaves only that answer unapplied (the others of its shared
 // transaction are written again one by one), and a record write refused because its
 // transaction already failed names the transaction's error (QUOTA, a unique index).
+// 177,400 → 177,600 (+0.3 KB, to 177,565): two planner fixes a read-only attack found — a
+// new edit waits for a kept successor in chain order (tab clocks differ), and an orphan
+// intent refused while the one it waits for converts is tried again in the same flush.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 177_400;
+const BUDGET_GZIP_BYTES = 177_600;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -175,9 +175,7 @@ pub fn plan_enqueue(
     let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
     let place = |r: &Row| rows.iter().position(|x| x.id == r.id);
     let anchor = match kept.last().copied().or(wall) {
-        Some(last_kept) => {
-            [Some(last_kept), last_flying].into_iter().flatten().max_by_key(|r| place(r)).map(|r| r.id.clone())
-        }
+        Some(last_kept) => Some(last_flying.filter(|f| place(f) > place(last_kept)).unwrap_or(last_kept).id.clone()),
         None => last_flying
             .or_else(|| rows.iter().find(|r| r.kind == Kind::Create))
             .map(|r| r.id.clone())

@@ -123,7 +123,7 @@ struct Memory {
     orphans_tried: HashSet<String>,
     /// Orphan intents whose conversion was not written (the intent it waits for was still
     /// one: its lookup answered later). Tried again once an orphan conversion commits.
-    orphans_waiting: HashSet<String>,
+    orphans_waiting: Vec<String>,
     /// Conflict successors this flush wrote: one that conflicts again waits for the next
     /// flush, so two writers racing on one record cannot loop.
     conflict_born: HashSet<String>,
@@ -362,11 +362,9 @@ impl Flush {
             // §8 drain: an orphan converted in this flush lets the one that waited for it be
             // tried again in the next round (the commit counts as progress).
             match result {
-                None => {
-                    self.memory.orphans_waiting.insert(intent.id.clone());
-                }
+                None => self.memory.orphans_waiting.push(intent.id.clone()),
                 Some(ReplaceOutcome::Committed) => {
-                    for id in self.memory.orphans_waiting.drain() {
+                    for id in std::mem::take(&mut self.memory.orphans_waiting) {
                         self.memory.orphans_tried.remove(&id);
                     }
                 }
