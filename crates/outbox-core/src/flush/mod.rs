@@ -62,6 +62,7 @@ use crate::intent::Prepared;
 use crate::intent::{awaited_create, is_orphan_intent};
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
+use crate::release::Unsent;
 use crate::row::{Row, Ticket};
 use crate::select::{holding_index, select_sendable};
 use crate::time::Millis;
@@ -401,9 +402,25 @@ impl Flush {
         self.report.counters.record(&outcome);
         if matches!(outcome, Outcome::Auth) && self.phase != Phase::Answering {
             self.end(Ending::Auth);
+            self.release_unsent(out);
         }
         let next = task.sent(outcome);
         self.after(token, next, out);
+    }
+
+    /// §6: rows claimed whose send the driver has not taken yet do not go out on the
+    /// expired session: each is released (claim expired, fence kept), as a claim that
+    /// commits after the auth answer is.
+    fn release_unsent(&mut self, out: &mut Outstanding) {
+        let (unsent, rest): (Vec<Request>, Vec<Request>) =
+            self.requests.drain(..).partition(|r| matches!(r, Request::Send { .. }));
+        self.requests.extend(rest);
+        for req in unsent {
+            let Request::Send { token, .. } = req else { continue };
+            if let Some(Task::Sending { row, ticket, before }) = self.tasks.remove(&token) {
+                self.after(token, Wait::On(Task::Release(vec![Unsent::of(&row, ticket, before)])), out);
+            }
+        }
     }
 
     /// Stops claiming. §6: an auth answer ends the flush for this owner, and rows whose
