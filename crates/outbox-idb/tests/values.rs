@@ -30,20 +30,6 @@ async fn refused(p: Promise) -> (String, String) {
     coded(&err)
 }
 
-fn flush_opts(owner: &str, send: &str) -> JsValue {
-    let o = obj(json!({"owner": owner}));
-    set(&o, "send", &js_fn("op", send));
-    o
-}
-
-/// Every stored value, read with plain IndexedDB (structured clone, no JSON).
-async fn raw_all(db: &str) -> Array {
-    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
-        r.onsuccess = () => { const q = r.result.transaction('outbox').objectStore('outbox').getAll();
-          q.onsuccess = () => { r.result.close(); ok(q.result); }; q.onerror = () => err(q.error); }; });";
-    settle(js("db", script).call1(&JsValue::NULL, &db.into()).unwrap().unchecked_into()).await.unwrap().unchecked_into()
-}
-
 async fn raw_get(db: &str, id: &str) -> JsValue {
     raw_all(db).await.iter().find(|r| get(r, "id").as_string().as_deref() == Some(id)).unwrap_or(JsValue::UNDEFINED)
 }

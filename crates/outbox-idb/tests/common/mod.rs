@@ -78,3 +78,18 @@ pub fn coded(err: &JsValue) -> (String, String) {
     assert!(err.is_instance_of::<js_sys::Error>(), "an Error object: {err:?}");
     (get(err, "code").as_string().unwrap_or_default(), get(err, "message").as_string().unwrap_or_default())
 }
+
+/// Flush options for `owner` with `send(op)` given as a JS function body.
+pub fn flush_opts(owner: &str, send: &str) -> JsValue {
+    let o = obj(json!({"owner": owner}));
+    set(&o, "send", &js_fn("op", send));
+    o
+}
+
+/// Every stored value, read with plain IndexedDB (structured clone, no JSON).
+pub async fn raw_all(db: &str) -> js_sys::Array {
+    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
+        r.onsuccess = () => { const q = r.result.transaction('outbox').objectStore('outbox').getAll();
+          q.onsuccess = () => { r.result.close(); ok(q.result); }; q.onerror = () => err(q.error); }; });";
+    settle(js("db", script).call1(&JsValue::NULL, &db.into()).unwrap().unchecked_into()).await.unwrap().unchecked_into()
+}
