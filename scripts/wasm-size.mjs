@@ -28,12 +28,16 @@
 // 177,400 → 177,600 (+0.3 KB, to 177,565): two planner fixes a read-only attack found — a
 // new edit waits for a kept successor in chain order (tab clocks differ), and an orphan
 // intent refused while the one it waits for converts is tried again in the same flush.
+// 177,600 → 178,800 (+1.2 KB, to 178,735): two fixes of 2026-12-03 reviews found — after
+// an auth answer a claimed row whose send was not yet taken is released, not sent on the
+// expired session (§6); an owner or row id with a lone surrogate is refused instead of
+// converted to another owner's name (§11).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 177_600;
+const BUDGET_GZIP_BYTES = 178_800;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
