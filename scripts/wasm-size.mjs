@@ -32,12 +32,14 @@
 // an auth answer a claimed row whose send was not yet taken is released, not sent on the
 // expired session (§6); an owner or row id with a lone surrogate is refused instead of
 // converted to another owner's name (§11).
+// 178,800 → 178,900 (+0.1 KB, to 178,836): `flush` options checked (a string or a `Date`
+// for `maxRows`/`deadline`/`concurrency` refused; a `maxRows` ≥ 2^32 kept whole on wasm32).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 178_800;
+const BUDGET_GZIP_BYTES = 178_900;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -3,8 +3,8 @@
 //! re-entrancy, odd arguments), written by a review on 2026-12-03. Every test here FAILS
 //! against the current library: each one confirms a flaw, and its comment names the clause
 //! it breaks. To run one: copy the file into `tests/` (it uses `tests/common`). When a flaw
-//! is fixed, move its test into a test file of its own, where it passes. (The lone-surrogate
-//! owner tests moved to tests/owner_strings.rs.) JS globals used here are prefixed `zzA_`.
+//! is fixed, move its test into a test file of its own, where it passes. (Moved and fixed: the
+//! lone-surrogate owner tests, tests/owner_strings.rs; flush options, tests/flush_options.rs.) JS globals used here are prefixed `zzA_`.
 //!
 //! Several tests leave an uncaught exception and a dead task behind (that is the flaw they
 //! show); `quiet_uncaught` keeps the page's error events from drowning their assertions.
@@ -221,75 +221,6 @@ fn catch_sync(f: impl Fn() -> Result<JsValue, JsValue> + 'static) -> Result<JsVa
 // unpaired surrogate into U+FFFD: the call acts on ANOTHER owner's rows, while `enqueue`
 // refuses that same owner string.
 // ---------------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------------
-// (a) Flush options that are not numbers are silently ignored (at `open`, the same
-// mistakes are refused with INVALID_ARGUMENT).
-// ---------------------------------------------------------------------------------------
-
-/// SPEC §3 rule 4 (bad input rejected with a clear error, nothing written); §8 (`maxRows`
-/// bounds the sends); api.md: `maxRows` "optional bound on sends". `maxRows: "1"` (a
-/// string, say from a config) is ignored: the flush claims, sends and deletes every row,
-/// where `maxRows: -1` or `NaN` is refused with INVALID_ARGUMENT.
-#[wasm_bindgen_test]
-async fn s8_flush_with_a_string_max_rows_sends_every_row() {
-    let db = db_name("zzA-maxrows");
-    let a = open(&db, "tab-a").await;
-    for i in 0..3 {
-        enqueue_update(&a, "alice", &format!("w:{i}"), json!({"i": i})).await;
-    }
-    let o = flush_opts(
-        "alice",
-        "globalThis.zzA_maxrows_sent = (globalThis.zzA_maxrows_sent || 0) + 1; return {type: 'success', receipt: {}};",
-    );
-    set(&o, "maxRows", &"1".into());
-    let r = settle(a.flush(o)).await;
-    let sent = get(&js_sys::global(), "zzA_maxrows_sent").as_f64().unwrap_or(0.0);
-    let refused = r.as_ref().is_err_and(|e| coded(e).0 == "INVALID_ARGUMENT");
-    assert!(
-        refused || sent <= 1.0,
-        "maxRows '1': {} and sent {sent} rows",
-        if r.is_ok() { "resolved" } else { "rejected" }
-    );
-}
-
-/// api.md: "`deadline` is an instant of the outbox's clock: from then on the flush claims no
-/// more rows" (the service worker's `sync` handler must end in time). Given as a `Date`
-/// already past — an easy mistake — it is silently ignored: every row is claimed and sent.
-/// Expected: INVALID_ARGUMENT (as at `open` for a non-numeric option), or nothing claimed.
-#[wasm_bindgen_test]
-async fn s8_flush_with_a_date_deadline_ignores_it() {
-    let db = db_name("zzA-deadline");
-    let a = open(&db, "tab-a").await;
-    for i in 0..3 {
-        enqueue_update(&a, "alice", &format!("w:{i}"), json!({"i": i})).await;
-    }
-    let o = flush_opts("alice", "return {type: 'success', receipt: {}};");
-    set(&o, "deadline", &expr(&format!("new Date({})", T0 - 60_000.0)));
-    let r = settle(a.flush(o)).await;
-    let refused = r.as_ref().is_err_and(|e| coded(e).0 == "INVALID_ARGUMENT");
-    let claimed = r.as_ref().ok().map(|rep| get(rep, "claimed").as_f64().unwrap_or(0.0)).unwrap_or(0.0);
-    assert!(refused || claimed == 0.0, "a past deadline given as a Date: claimed {claimed} rows");
-}
-
-/// SPEC §8 (a flush drains: it ends when nothing is sendable, "or after `maxRows` sends")
-/// and api.md (`maxRows`: "optional bound on sends"; non-negative numbers are accepted).
-/// A bound of 2^32 or more is cut to its low 32 bits on the way to the planner (`as usize`
-/// on wasm32): `maxRows: 2 ** 32` sends nothing and `2 ** 32 + 1` sends one row, leaving
-/// the other sendable rows queued, while `1e300` or `100` send them all.
-#[wasm_bindgen_test]
-async fn s8_flush_with_max_rows_of_2_pow_32_sends_nothing() {
-    let db = db_name("zzA-maxrows-big");
-    let a = open(&db, "tab-a").await;
-    for i in 0..3 {
-        enqueue_update(&a, "alice", &format!("w:{i}"), json!({"i": i})).await;
-    }
-    let o = flush_opts("alice", "return {type: 'success', receipt: {}};");
-    set(&o, "maxRows", &4_294_967_296.0.into());
-    let rep = ok(a.flush(o)).await;
-    let left = ok(a.rows("alice".into())).await;
-    assert_eq!((rep["claimed"].clone(), left.as_array().unwrap().len()), (json!(3), 0), "maxRows 2^32: {rep}");
-}
 
 // ---------------------------------------------------------------------------------------
 // (d) Smaller ones.

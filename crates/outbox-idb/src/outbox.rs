@@ -144,20 +144,29 @@ impl Outbox {
             opts.concurrency = inner.concurrency;
             opts.has_prepare = ports.prepare_successor.is_some();
             opts.has_find = ports.find_create_receipt.is_some();
-            let get = |k: &str| Reflect::get(&options, &k.into()).ok().and_then(|v| v.as_f64());
-            if let Some(m) = get("maxRows") {
+            // A number or absent: a string or a `Date` is refused, never silently ignored.
+            let get = |k: &str| -> std::result::Result<Option<f64>, JsValue> {
+                match Reflect::get(&options, &k.into()).unwrap_or(JsValue::UNDEFINED) {
+                    v if v.is_undefined() || v.is_null() => Ok(None),
+                    v => v
+                        .as_f64()
+                        .map(Some)
+                        .ok_or_else(|| OutboxError::invalid(format!("`{k}` must be a number")).into()),
+                }
+            };
+            if let Some(m) = get("maxRows")? {
                 if !(m >= 0.0 && m.is_finite()) {
                     return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0").into());
                 }
                 opts.max_rows = Some(m as u64);
             }
-            if let Some(d) = get("deadline") {
+            if let Some(d) = get("deadline")? {
                 // An instant of this outbox's clock (`now`), e.g. `Date.now() + 20_000`.
                 opts.deadline = Some(outbox_core::Millis::from_json(&d.into()).ok_or_else(|| {
                     OutboxError::invalid("`deadline` must be a finite time in ms (the outbox's clock)")
                 })?);
             }
-            if let Some(c) = get("concurrency") {
+            if let Some(c) = get("concurrency")? {
                 opts.concurrency = c.max(1.0) as usize;
             }
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when

@@ -535,10 +535,10 @@ impl Flush {
     fn claim_batch(&mut self, out: &mut Outstanding) {
         let limit = self.opts.concurrency.max(1);
         let room = limit.saturating_sub(self.used_slots());
-        let allowed = self
-            .opts
-            .max_rows
-            .map_or(usize::MAX, |m| m.saturating_sub(self.sends + self.claims_in_progress()) as usize);
+        let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
+            // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
+            usize::try_from(m.saturating_sub(self.sends + self.claims_in_progress())).unwrap_or(usize::MAX)
+        });
         // Claim in batches: wait until half the slots are free (when nothing runs, all are),
         // so one transaction claims several rows.
         let want = if room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
