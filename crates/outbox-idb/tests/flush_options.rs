@@ -4,8 +4,7 @@
 //! attack on the binding, 2026-12-03).
 #![cfg(target_arch = "wasm32")]
 
-use outbox_idb::Outbox;
-use serde_json::{json, Value};
+use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
@@ -14,11 +13,6 @@ mod common;
 use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
-
-async fn enqueue_update(a: &Outbox, owner: &str, target: &str, body: Value) -> Value {
-    ok(a.enqueue(obj(json!({"owner": owner, "target": target, "kind": "update", "body": body})), JsValue::UNDEFINED))
-        .await
-}
 
 /// SPEC §3 rule 4 (bad input rejected with a clear error, nothing written); §8 (`maxRows`
 /// bounds the sends); api.md: `maxRows` "optional bound on sends". `maxRows: "1"` (a

@@ -5,8 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::Array;
-use outbox_idb::Outbox;
-use serde_json::{json, Value};
+use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
@@ -19,11 +18,6 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// The value of a JS expression.
 fn expr(e: &str) -> JsValue {
     js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
-}
-
-async fn enqueue_update(a: &Outbox, owner: &str, target: &str, body: Value) -> Value {
-    ok(a.enqueue(obj(json!({"owner": owner, "target": target, "kind": "update", "body": body})), JsValue::UNDEFINED))
-        .await
 }
 
 /// SPEC §3 rule 4 (bad input rejected, nothing written), §11 ("every read, claim and delete

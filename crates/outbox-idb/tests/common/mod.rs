@@ -93,3 +93,9 @@ pub async fn raw_all(db: &str) -> js_sys::Array {
           q.onsuccess = () => { r.result.close(); ok(q.result); }; q.onerror = () => err(q.error); }; });";
     settle(js("db", script).call1(&JsValue::NULL, &db.into()).unwrap().unchecked_into()).await.unwrap().unchecked_into()
 }
+
+/// Enqueues an update of `target` for `owner`; the stored row.
+pub async fn enqueue_update(a: &Outbox, owner: &str, target: &str, body: Value) -> Value {
+    ok(a.enqueue(obj(json!({"owner": owner, "target": target, "kind": "update", "body": body})), JsValue::UNDEFINED))
+        .await
+}
