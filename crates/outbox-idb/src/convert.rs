@@ -64,10 +64,10 @@ pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
 /// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
 pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
     let what = || if root.is_empty() { "the value".to_owned() } else { format!("`{root}`") };
-    if !v.is_object() || walk::is_array(v).unwrap_or(true) {
+    if !v.is_object() || crate::js::is_array(v).unwrap_or(true) {
         return Err(OutboxError::invalid(format!("{} must be an object", what())));
     }
-    let keys = walk::own_keys(v).map_err(|_| OutboxError::invalid(format!("{} cannot be read", what())))?;
+    let keys = crate::js::own_keys(v).map_err(|_| OutboxError::invalid(format!("{} cannot be read", what())))?;
     let mut out = Map::new();
     for key in keys.iter() {
         let Some(k) = key.as_string() else { continue };

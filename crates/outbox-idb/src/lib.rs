@@ -14,6 +14,7 @@ pub mod error;
 pub mod idb;
 mod ids;
 mod inner;
+mod js;
 mod notify;
 mod outbox;
 pub mod panic;

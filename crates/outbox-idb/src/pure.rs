@@ -47,7 +47,7 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
         out = pairs.take();
         return Ok(out);
     }
-    let entries = js_sys::Object::entries(headers.unchecked_ref());
+    let entries = crate::js::entries(headers).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
     for e in entries.iter() {
         let pair: Array = e.unchecked_into();
         if let Some(k) = pair.get(0).as_string() {
@@ -93,12 +93,13 @@ pub fn select_sendable_js(
     #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
-    let rows: Array = rows.dyn_into().map_err(|_| OutboxError::invalid("`rows` must be an array"))?;
+    let given = crate::js::items(&rows)
+        .map_err(|at| OutboxError::invalid(format!("`rows{at}` cannot be read")))?
+        .ok_or_else(|| OutboxError::invalid("`rows` must be an array"))?;
     let tab_id = tab_id.as_string().ok_or_else(|| OutboxError::invalid("`tabId` must be a string"))?;
     let now = Millis(number(&now, "now")? as i64);
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this
     // version does not know is fine (SPEC §3 rule 2). The picked rows are the app's own objects.
-    let given: Vec<JsValue> = rows.iter().collect();
     let stored: Vec<Stored> = given.iter().map(|r| Stored::from_value(&row_from_app(r))).collect();
     let picked: Array = select_sendable(&stored, &tab_id, now, lease(&lease_ms)?)
         .into_iter()

@@ -9,7 +9,8 @@
 //! it finds that JSON cannot hold is refused ([`Mode::App`]) or kept aside as an opaque
 //! marker with the original value ([`Mode::Stored`]).
 
-use js_sys::{Array, ArrayBuffer, Function, JsString, Object, Reflect, Uint8Array};
+use crate::js::{is_array, own_keys, prototype_of};
+use js_sys::{ArrayBuffer, Function, JsString, Object, Reflect};
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -24,19 +25,6 @@ pub const MAX_NODES: usize = 1_000_000;
 /// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
 /// the planner sees. Reserved: the app may not use it (it would read back as a marker).
 pub const OPAQUE_KEY: &str = "$outboxOpaque";
-
-#[wasm_bindgen]
-extern "C" {
-    // Bound here with `catch`: on a Proxy these run app code that may throw.
-    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
-    pub(super) fn is_array(v: &JsValue) -> Result<bool, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = Object, js_name = getPrototypeOf)]
-    fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
-    pub(super) fn own_keys(v: &JsValue) -> Result<Array, JsValue>;
-    #[wasm_bindgen(catch, js_name = String)]
-    fn js_string(v: &JsValue) -> Result<JsString, JsValue>;
-}
 
 thread_local! {
     /// This realm's `Object.prototype` (it cannot be replaced).
@@ -238,7 +226,10 @@ impl Walker {
     }
 
     fn array(&mut self, v: &JsValue, depth: usize) -> Step {
-        let len = Reflect::get(v, &"length".into()).ok().and_then(|l| l.as_f64()).unwrap_or(0.0) as u32;
+        let len = match Reflect::get(v, &"length".into()) {
+            Ok(len) => len.as_f64().unwrap_or(0.0) as u32,
+            Err(e) => return self.unreadable(v, &e),
+        };
         let mut items = Vec::with_capacity(len.min(1024) as usize);
         let mut back_to: Option<usize> = None;
         for i in 0..len {
@@ -463,7 +454,7 @@ fn checked(s: String, v: &JsValue) -> Option<String> {
 }
 
 fn text(v: &JsValue) -> String {
-    js_string(v).map(String::from).unwrap_or_default()
+    crate::js::string(v).map(String::from).unwrap_or_default()
 }
 
 fn article(name: &str) -> String {
@@ -482,18 +473,23 @@ fn utf16_digest(v: &JsValue) -> u64 {
     fnv(&units)
 }
 
-/// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one.
+/// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one;
+/// `detached` for a buffer given away (`postMessage`, `structuredClone` with `transfer`).
 fn bytes_digest(v: &JsValue, view: Option<&JsValue>) -> String {
     let bytes = match view {
-        None => Uint8Array::new(v),
+        None => crate::js::bytes(v, None),
         Some(view) => {
-            let get = |k: &str| Reflect::get(view, &k.into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0) as u32;
-            let buffer = Reflect::get(view, &"buffer".into()).unwrap_or(JsValue::UNDEFINED);
-            match buffer.dyn_ref::<ArrayBuffer>() {
-                Some(b) => Uint8Array::new_with_byte_offset_and_length(b, get("byteOffset"), get("byteLength")),
-                None => Uint8Array::new_with_length(0),
+            let get = |k: &str| Reflect::get(view, &k.into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0);
+            match Reflect::get(view, &"buffer".into()) {
+                Ok(b) if b.dyn_ref::<ArrayBuffer>().is_some() => {
+                    crate::js::bytes(&b, Some((get("byteOffset"), get("byteLength"))))
+                }
+                _ => Ok(js_sys::Uint8Array::new_with_length(0)),
             }
         }
     };
-    format!("{}:{:016x}", bytes.length(), fnv(&bytes.to_vec()))
+    match bytes {
+        Ok(bytes) => format!("{}:{:016x}", bytes.length(), fnv(&bytes.to_vec())),
+        Err(_) => "detached".into(),
+    }
 }

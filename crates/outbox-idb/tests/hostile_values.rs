@@ -1,0 +1,285 @@
+//! Hostile JS values from the app (§3 rule 4, §8, §15): a detached ArrayBuffer, a getter or a
+//! Proxy trap that throws, a promise whose `constructor` getter throws. Each one must end in
+//! a coded error or an ordinary failed attempt — never in a JS exception crossing the wasm
+//! frames, which leaves the call unsettled, its work half done and the module's shadow
+//! stack lower (see `src/js.rs`).
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Promise};
+use outbox_idb::Outbox;
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+mod common;
+
+use common::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// The value of a JS expression.
+fn expr(e: &str) -> JsValue {
+    js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
+}
+
+/// A JS expression for an object holding a detached ArrayBuffer at `key`.
+fn with_detached(key: &str) -> String {
+    format!(
+        "(() => {{ const b = new ArrayBuffer(8); structuredClone(b, {{ transfer: [b] }}); return {{ {key}: b }}; }})()"
+    )
+}
+
+/// How `p` settles within `ms`: `Some(Ok/Err)`, or `None` if it has not settled by then.
+async fn within(p: Promise, ms: u32) -> Option<Result<JsValue, JsValue>> {
+    let marker = "hostile-not-settled";
+    let late = js("ms, m", "return new Promise((done) => setTimeout(() => done(m), ms));")
+        .call2(&JsValue::NULL, &ms.into(), &marker.into())
+        .unwrap();
+    let out = JsFuture::from(Promise::race(&Array::of2(&p, &late))).await;
+    match &out {
+        Ok(v) if v.as_string().as_deref() == Some(marker) => None,
+        _ => Some(out),
+    }
+}
+
+/// Keeps an exception that did escape (the flaw these tests look for) from failing the page
+/// before the assertions say what happened.
+fn quiet_uncaught() {
+    js(
+        "",
+        "if (!globalThis.hostileQuiet) { globalThis.hostileQuiet = true;
+           addEventListener('error', (e) => e.preventDefault());
+           addEventListener('unhandledrejection', (e) => e.preventDefault()); }",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+}
+
+/// Runs `f` from JS, so that a JS exception crossing it is caught there: `Err(exception)`.
+fn catch_sync(f: impl Fn() -> Result<JsValue, JsValue> + 'static) -> Result<JsValue, JsValue> {
+    let cb = Closure::<dyn Fn() -> JsValue>::new(move || {
+        let o = js_sys::Object::new();
+        match f() {
+            Ok(v) => set(&o, "ok", &v),
+            Err(e) => set(&o, "err", &e),
+        }
+        o.into()
+    });
+    let out =
+        js("f", "try { return f(); } catch (e) { return { err: e }; }").call1(&JsValue::NULL, cb.as_ref()).unwrap();
+    if js_sys::Reflect::has(&out, &"err".into()).unwrap() {
+        Err(get(&out, "err"))
+    } else {
+        Ok(get(&out, "ok"))
+    }
+}
+
+fn code_of(r: &Result<JsValue, JsValue>) -> String {
+    match r {
+        Ok(_) => "no error".into(),
+        Err(e) => get(e, "code").as_string().unwrap_or_else(|| "<no code>".into()),
+    }
+}
+
+/// §3 rule 4: a body holding a *detached* ArrayBuffer (transferred with `postMessage` or
+/// `structuredClone`) is refused like a live one, by path, with nothing written.
+#[wasm_bindgen_test]
+async fn an_enqueue_of_a_detached_array_buffer_is_refused_with_nothing_written() {
+    quiet_uncaught();
+    let db = db_name("hostile-detached");
+    let a = open(&db, "tab-a").await;
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr(&with_detached("data")));
+    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("enqueue settles").expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("`body.data`") && message.contains("ArrayBuffer"), "{message}");
+    assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
+}
+
+/// §3 rule 4: an object that says it is a Date (`Symbol.toStringTag`) and whose prototype
+/// trap throws the second time it is asked: refused, not thrown through.
+#[wasm_bindgen_test]
+async fn a_proxy_whose_prototype_trap_throws_late_is_refused() {
+    quiet_uncaught();
+    let db = db_name("hostile-proxy");
+    let a = open(&db, "tab-a").await;
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    let body = expr(
+        "{ when: (() => { let n = 0; return new Proxy({}, {
+            getPrototypeOf() { if (n++ > 0) throw new Error('hostile trap'); return Date.prototype; },
+            get(t, k) { return k === Symbol.toStringTag ? 'Date' : undefined; } }); })() }",
+    );
+    set(&op, "body", &body);
+    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("enqueue settles").expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("`body.when`"), "{message}");
+    assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
+}
+
+/// §8: a receipt holding a detached ArrayBuffer is an answer that is no Outcome (a failed
+/// attempt, as for any receipt JSON cannot hold): the flush ends, and the row is sent again
+/// later by the same tab (its reservation was given back).
+#[wasm_bindgen_test]
+async fn a_detached_receipt_fails_the_attempt_and_the_flush_ends() {
+    quiet_uncaught();
+    let db = db_name("hostile-receipt");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
+    let send = format!("return {{ type: 'success', receipt: {} }};", with_detached("bytes"));
+    let first = within(a.flush(flush_opts("alice", &send)), 3_000).await.expect("the flush settles");
+    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    assert_eq!(first["succeeded"], 0, "{first}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["evidence"]["lastErrorCode"], "BAD_OUTCOME", "{rows}");
+    advance(&db, 3_600_000.0);
+    let second = ok(a.flush(flush_opts("alice", "return {type: 'success', receipt: {ok: true}};"))).await;
+    assert_eq!(second["succeeded"], 1, "{second}");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
+
+/// §8: `send` returning a promise whose `constructor` getter throws is a `send` that failed
+/// (`SEND_FAILED`, transient); the flush ends and the row goes later.
+#[wasm_bindgen_test]
+async fn a_send_promise_with_a_throwing_constructor_getter_is_a_failed_send() {
+    quiet_uncaught();
+    let db = db_name("hostile-ctor");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
+    let send = "const p = Promise.resolve({ type: 'success', receipt: {} });
+                Object.defineProperty(p, 'constructor', { get() { throw new Error('hostile ctor'); } });
+                return p;";
+    let first = within(a.flush(flush_opts("alice", send)), 3_000).await.expect("the flush settles");
+    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    assert_eq!(first["succeeded"], 0, "{first}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["evidence"]["lastErrorCode"], "SEND_FAILED", "{rows}");
+    advance(&db, 3_600_000.0);
+    assert_eq!(ok(a.flush(flush_opts("alice", "return {type: 'success', receipt: {}};"))).await["succeeded"], 1);
+}
+
+/// §4 (`reconcile` is a synchronous port): one returning an array that cannot be read (a
+/// Proxy whose traps throw) is a port that failed — the answer is not applied (not read as
+/// "no writes"), the flush ends.
+#[wasm_bindgen_test]
+async fn a_reconcile_returning_a_hostile_proxy_is_a_failed_port() {
+    quiet_uncaught();
+    let db = db_name("hostile-reconcile");
+    let o = options(&db, "tab-a");
+    set(&o, "records", &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id"}]})));
+    let a = Outbox::open_with(o).await.unwrap();
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    ok(a.enqueue(op, obj(json!({"writes": [{"store": "todos", "put": {"id": "t1", "n": 0}}]})))).await;
+    let f = flush_opts("alice", "return {type: 'success', receipt: {}};");
+    set(
+        &f,
+        "reconcile",
+        &js_fn(
+            "a",
+            "const boom = () => { throw new Error('hostile trap'); };
+             return new Proxy([], { getPrototypeOf: boom, get: boom });",
+        ),
+    );
+    let rep = within(a.flush(f), 3_000).await.expect("the flush settles").expect("the flush resolves");
+    let rep: Value = outbox_idb::convert::from_js(&rep, "report").unwrap();
+    assert_eq!(rep["succeeded"], 0, "{rep}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["state"], "sending", "not applied: {rows}");
+}
+
+/// §4: `reconcile`'s writes commit with the ACK or not at all. While one answer's ACK
+/// transaction is under way, another answer holding a detached buffer arrives: the ACK
+/// still commits whole (row gone and record written), and the flush ends.
+#[wasm_bindgen_test]
+async fn a_hostile_answer_during_an_ack_leaves_that_ack_whole() {
+    quiet_uncaught();
+    let db = db_name("hostile-half");
+    let o = options(&db, "tab-a");
+    set(&o, "records", &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id"}]})));
+    let a = Outbox::open_with(o).await.unwrap();
+    for t in ["t1", "t2"] {
+        let op = obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"n": 1}}));
+        ok(a.enqueue(op, obj(json!({"writes": [{"store": "todos", "put": {"id": t, "n": 0}}]})))).await;
+    }
+    let f = obj(json!({"owner": "alice", "concurrency": 2}));
+    let send = "return op.target === 't1' ? {type: 'success', receipt: {}}
+                                          : new Promise((r) => { globalThis.hostileResolveT2 = r; });";
+    set(&f, "send", &js_fn("op", send));
+    let reconcile = format!(
+        "if (a.row.target === 't1') globalThis.hostileResolveT2({{type: 'success', receipt: {}}});
+         return [{{store: 'todos', patch: a.row.target, set: {{synced: true}}}}];",
+        with_detached("bytes")
+    );
+    set(&f, "reconcile", &js_fn("a", &reconcile));
+    let rep = within(a.flush(f), 3_000).await.expect("the flush settles").expect("the flush resolves");
+    let rep: Value = outbox_idb::convert::from_js(&rep, "report").unwrap();
+    let rows = ok(a.rows("alice".into())).await;
+    let targets: Vec<&Value> = rows.as_array().unwrap().iter().map(|r| &r["target"]).collect();
+    assert_eq!((rep["succeeded"].clone(), targets), (json!(1), vec![&json!("t2")]), "{rep}");
+    assert_eq!(ok(a.record("todos".into(), "t1".into())).await["synced"], true);
+    assert_eq!(ok(a.record("todos".into(), "t2".into())).await["synced"], Value::Null);
+}
+
+/// §15: the synchronous functions give coded errors for hostile values, never the app's own
+/// exception: `classifyHttp` with a throwing header getter, `selectSendable` with a throwing
+/// element getter or a revoked Proxy, `isRowInFlight` with a detached buffer in a field this
+/// version does not know (kept as it is: answered, not refused).
+#[wasm_bindgen_test]
+fn the_pure_functions_answer_hostile_values_with_coded_errors() {
+    let headers = expr("{ get 'retry-after'() { throw new Error('hostile getter'); } }");
+    let classify =
+        catch_sync(move || outbox_idb::classify_http_js(503.into(), headers.clone(), JsValue::UNDEFINED, T0.into()));
+    let rows = expr("(() => { const a = [1]; Object.defineProperty(a, 0, { get() { throw new Error('hostile'); } }); return a; })()");
+    let select =
+        catch_sync(move || outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let revoked = expr("(() => { const p = Proxy.revocable([], {}); p.revoke(); return p.proxy; })()");
+    let select_revoked =
+        catch_sync(move || outbox_idb::select_sendable_js(revoked.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let codes: Vec<String> = [classify, select, select_revoked].iter().map(code_of).collect();
+    assert_eq!(codes, ["INVALID_ARGUMENT"; 3], "classifyHttp, selectSendable ×2");
+    let row = expr(&format!(
+        "Object.assign({}, {{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued' }})",
+        with_detached("extra")
+    ));
+    let in_flight = catch_sync(move || {
+        outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
+    });
+    assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false), "a queued row is not in flight");
+}
+
+/// Where the shadow stack (in linear memory) is now: the address of a local forced there.
+#[inline(never)]
+fn stack_mark() -> usize {
+    let x = [0u8; 16];
+    std::hint::black_box(&x) as *const [u8; 16] as usize
+}
+
+/// §15: hostile calls must not wear the module down. An exception crossing the wasm frames
+/// skips the epilogue that gives back the shadow stack: a few thousand such calls used to
+/// leave every call of the module failing until the page reloaded.
+#[wasm_bindgen_test]
+fn hostile_calls_give_back_the_shadow_stack() {
+    let headers = expr("{ get 'retry-after'() { throw new Error('hostile getter'); } }");
+    set(&js_sys::global(), "hostileHeaders", &headers);
+    let classify = Closure::<dyn Fn(JsValue) -> Result<JsValue, JsValue>>::new(|h: JsValue| {
+        outbox_idb::classify_http_js(503.into(), h, JsValue::UNDEFINED, T0.into())
+    });
+    let mark = Closure::<dyn Fn() -> f64>::new(|| stack_mark() as f64);
+    let marks = js(
+        "classify, mark",
+        "const saved = [console.error, console.warn, console.log];
+         console.error = console.warn = console.log = () => {};
+         const before = mark();
+         try { for (let i = 0; i < 200; i++) { try { classify(globalThis.hostileHeaders); } catch (e) {} } }
+         finally { [console.error, console.warn, console.log] = saved; }
+         return [before, mark()];",
+    )
+    .call2(&JsValue::NULL, classify.as_ref(), mark.as_ref())
+    .unwrap();
+    let marks: Array = marks.unchecked_into();
+    let (before, after) = (marks.get(0).as_f64().unwrap(), marks.get(1).as_f64().unwrap());
+    assert_eq!(before, after, "200 hostile calls moved the shadow stack pointer by {} bytes", before - after);
+}
