@@ -43,16 +43,22 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
     }
 }
 
+/// The longest `Retry-After` kept, in ms: the largest whole number a JS number holds
+/// exactly (about 285,000 years). `classifyHttp`'s answer is read back by `flush`, which
+/// refuses a larger one as no Outcome (it would lose its `Retry-After` floor).
+pub const MAX_RETRY_AFTER_MS: i64 = 9_007_199_254_740_991;
+
 /// Reads `Retry-After` as delay-seconds or as an HTTP date; the result is ms from `now`
-/// (never negative). Unreadable values give `None`.
+/// (never negative, at most [`MAX_RETRY_AFTER_MS`]). Unreadable values give `None`.
 #[must_use]
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<i64> {
     let v = value.trim();
-    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(v.parse::<i64>().unwrap_or(i64::MAX / 1000).saturating_mul(1000));
-    }
-    let at = parse_http_date(v)?;
-    Some(at.since(now).max(0))
+    let ms = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<i64>().unwrap_or(i64::MAX).saturating_mul(1000)
+    } else {
+        parse_http_date(v)?.since(now).max(0)
+    };
+    Some(ms.min(MAX_RETRY_AFTER_MS))
 }
 
 const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
@@ -183,8 +189,12 @@ mod tests {
 
     #[test]
     fn retry_after_in_seconds_too_large_to_count_is_the_longest_delay() {
-        let huge = parse_retry_after("99999999999999999999999", Millis(0)).unwrap();
-        assert_eq!(huge, i64::MAX / 1000 * 1000);
+        for huge in ["99999999999999999999999", "9007199254741"] {
+            assert_eq!(parse_retry_after(huge, Millis(0)), Some(MAX_RETRY_AFTER_MS), "{huge}");
+        }
+        assert_eq!(parse_retry_after("9007199254740", Millis(0)), Some(9_007_199_254_740_000));
+        let far = parse_retry_after("Fri, 01 Jan 99999999 00:00:00 GMT", Millis(0));
+        assert!(far.is_none() || far == Some(MAX_RETRY_AFTER_MS), "{far:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! it breaks. To run one: copy the file into `tests/` (it uses `tests/common`). When a flaw
 //! is fixed, move its test into a test file of its own, where it passes. (Moved and fixed: the
 //! lone-surrogate owner tests, tests/owner_strings.rs; flush options, tests/flush_options.rs;
-//! JS exceptions escaping through wasm, tests/hostile_values.rs.) JS globals used here are prefixed `zzA_`.
+//! JS exceptions escaping through wasm, tests/hostile_values.rs; huge Retry-After, tests/values.rs.) JS globals used here are prefixed `zzA_`.
 //!
 //! Several tests leave an uncaught exception and a dead task behind (that is the flaw they
 //! show); `quiet_uncaught` keeps the page's error events from drowning their assertions.
@@ -108,34 +108,4 @@ async fn s15_calls_after_free_throw_without_a_code() {
     .unwrap();
     let codes: Vec<String> = codes.unchecked_into::<Array>().iter().map(|c| c.as_string().unwrap()).collect();
     assert!(codes.iter().all(|c| !c.starts_with("uncoded")), "{codes:?}");
-}
-
-/// SPEC §10 ("503 → transient, not before `Retry-After` when given") and api.md (`send`
-/// returns `classifyHttp(...)`). For a huge `Retry-After` the library's own classifier
-/// returns `retryAfterMs: 9223372036854775000`, which the flush then refuses as "not an
-/// Outcome" (a float above 2^53 is not an i64 to its reader): the row is stored with
-/// `lastErrorCode: "BAD_OUTCOME"` and the Retry-After floor is dropped (it is retried after
-/// the ordinary backoff).
-#[wasm_bindgen_test]
-async fn s10_classify_http_output_for_a_huge_retry_after_is_refused_by_flush() {
-    let db = db_name("zzA-retry-after");
-    let a = open(&db, "tab-a").await;
-    enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
-    let outcome = outbox_idb::classify_http_js(
-        503.into(),
-        obj(json!({"Retry-After": "99999999999999999999"})),
-        JsValue::NULL,
-        T0.into(),
-    )
-    .unwrap();
-    set(&js_sys::global(), "zzA_outcome_503", &outcome);
-    ok(a.flush(flush_opts("alice", "return globalThis.zzA_outcome_503;"))).await;
-    let rows = ok(a.rows("alice".into())).await;
-    let row = &rows[0];
-    assert_eq!(
-        (row["evidence"]["lastErrorCode"].clone(), row["nextAttemptAt"].as_f64().unwrap_or(0.0) > T0 + 1e12),
-        (json!("HTTP_503"), true),
-        "classifyHttp gave {:?}; stored row: {row}",
-        outbox_idb::convert::from_js(&outcome, "o").ok()
-    );
 }

@@ -573,3 +573,20 @@ async fn s7_retry_blocked_takes_any_json_body_enqueue_takes() {
         assert_ne!(row["id"], json!(update), "re-issued under a new id");
     }
 }
+
+/// §10: `classifyHttp` of a `Retry-After` too long to count keeps the longest delay a JS
+/// number holds exactly, so `flush` reads it back as an Outcome: the row keeps its 503 and
+/// its floor (it used to be refused as `BAD_OUTCOME`, and retried after the plain backoff).
+#[wasm_bindgen_test]
+async fn a_huge_retry_after_from_classify_http_is_an_outcome_flush_keeps() {
+    let db = db_name("values-retry-after");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
+    let headers = obj(json!({"Retry-After": "99999999999999999999"}));
+    let outcome = outbox_idb::classify_http_js(503.into(), headers, JsValue::NULL, T0.into()).unwrap();
+    set(&js_sys::global(), "valuesOutcome503", &outcome);
+    ok(a.flush(flush_opts("alice", "return globalThis.valuesOutcome503;"))).await;
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["evidence"]["lastErrorCode"], "HTTP_503", "{rows}");
+    assert!(rows[0]["nextAttemptAt"].as_f64().unwrap_or(0.0) > T0 + 1e15, "{rows}");
+}
