@@ -83,15 +83,12 @@ impl Options {
         if !v.is_object() {
             return Err(OutboxError::invalid("Outbox.open needs an options object with `dbName`"));
         }
-        let db_name = get(v, "dbName")
-            .as_string()
-            .filter(|s| !s.is_empty())
+        let db_name = crate::js::exact_string(&get(v, "dbName"))
             .ok_or_else(|| OutboxError::invalid("`dbName` must be a non-empty string"))?;
         let tab_id = match get(v, "tabId") {
             t if t.is_undefined() || t.is_null() => None,
             t => Some(
-                t.as_string()
-                    .filter(|s| !s.is_empty())
+                crate::js::exact_string(&t)
                     .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?,
             ),
         };

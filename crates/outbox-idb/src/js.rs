@@ -54,3 +54,11 @@ pub fn items(v: &JsValue) -> Result<Option<Vec<JsValue>>, String> {
     let len = Reflect::get(v, &"length".into()).map_err(|_| String::new())?.as_f64().unwrap_or(0.0) as u32;
     (0..len).map(|i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}]"))).collect::<Result<_, _>>().map(Some)
 }
+
+/// A non-empty string that converts exactly: one with a lone surrogate would become
+/// another string (U+FFFD in its place), and so name another owner's rows (§11), another
+/// tab or another database.
+pub fn exact_string(v: &JsValue) -> Option<String> {
+    let s = v.as_string().filter(|s| !s.is_empty())?;
+    v.unchecked_ref::<JsString>().is_valid_utf16().then_some(s)
+}

@@ -47,22 +47,14 @@ fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Prom
     crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
 }
 
-/// A non-empty string that converts exactly: one with a lone surrogate would become
-/// another string (U+FFFD in its place), and so name another owner's rows (§11).
-fn exact_string(v: &JsValue) -> Option<String> {
-    use wasm_bindgen::JsCast;
-    let s = v.as_string().filter(|s| !s.is_empty())?;
-    v.unchecked_ref::<js_sys::JsString>().is_valid_utf16().then_some(s)
-}
-
 /// Reads a required owner argument.
 pub(crate) fn owner_arg(v: &JsValue) -> Result<String> {
-    exact_string(v).ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string"))
+    crate::js::exact_string(v).ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string"))
 }
 
 /// Reads a required row id argument.
 pub(crate) fn id_arg(v: &JsValue) -> Result<String> {
-    exact_string(v).ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string"))
+    crate::js::exact_string(v).ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string"))
 }
 
 impl Outbox {

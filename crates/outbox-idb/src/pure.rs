@@ -96,7 +96,8 @@ pub fn select_sendable_js(
     let given = crate::js::items(&rows)
         .map_err(|at| OutboxError::invalid(format!("`rows{at}` cannot be read")))?
         .ok_or_else(|| OutboxError::invalid("`rows` must be an array"))?;
-    let tab_id = tab_id.as_string().ok_or_else(|| OutboxError::invalid("`tabId` must be a string"))?;
+    let tab_id =
+        crate::js::exact_string(&tab_id).ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?;
     let now = Millis(number(&now, "now")? as i64);
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this
     // version does not know is fine (SPEC §3 rule 2). The picked rows are the app's own objects.

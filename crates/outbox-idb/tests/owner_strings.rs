@@ -75,3 +75,23 @@ async fn s11_flush_with_a_lone_surrogate_owner_is_refused_and_sends_nothing() {
 // (a) Flush options that are not numbers are silently ignored (at `open`, the same
 // mistakes are refused with INVALID_ARGUMENT).
 // ---------------------------------------------------------------------------------------
+
+/// §5 (a claim names its tab), §15 (`Outbox.open` options): `tabId` and `dbName` with a
+/// lone surrogate are refused too. Converted lossily, the tabs `"A\uD800"` and `"A\uDC00"`
+/// were one tab (each would take the other's claims for its own), and two database names
+/// one database. `selectSendable`'s `tabId` is read the same way.
+#[wasm_bindgen_test]
+async fn s5_tab_ids_and_database_names_with_a_lone_surrogate_are_refused() {
+    for (key, value) in [("tabId", "A\\uD800"), ("dbName", "outbox-\\uDC00")] {
+        let o = options(&db_name("owner-strings-tab"), "tab-a");
+        set(&o, key, &expr(&format!("'{value}'")));
+        let err: JsValue =
+            outbox_idb::Outbox::open_with(o).await.err().unwrap_or_else(|| panic!("{key} {value} opened")).into();
+        let (code, message) = coded(&err);
+        assert_eq!(code, "INVALID_ARGUMENT", "{key}: {message}");
+        assert!(message.contains(key), "{message}");
+    }
+    let err = outbox_idb::select_sendable_js(Array::new().into(), expr("'A\\uD800'"), T0.into(), JsValue::UNDEFINED)
+        .expect_err("refused");
+    assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
+}
