@@ -107,6 +107,15 @@ Outbox.open = function open(options) {
   return init().then(() => openOutbox.call(Outbox, options));
 };
 
+// `free()` (which `using` calls through `Symbol.dispose`) closes the outbox and keeps the
+// object: later calls fail with `CLOSED`, as after `close()`. The glue's own `free()` gave
+// the memory back at once, and every later call threw an uncoded "null pointer passed to
+// rust". The memory goes when the object is collected (the glue's FinalizationRegistry).
+Outbox.prototype.free = function free() {
+  if (this.__wbg_ptr !== 0) this.close();
+};
+if (Symbol.dispose) Outbox.prototype[Symbol.dispose] = Outbox.prototype.free;
+
 export function classifyHttp(status, headers, body, now) {
   requireInit("classifyHttp");
   return glueClassifyHttp(status, headers, body, now);

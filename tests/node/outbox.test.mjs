@@ -85,6 +85,24 @@ test("hostile input gets a coded error and the module keeps working", async () =
   await assert.rejects(outbox.rows("alice"), { code: "CLOSED" });
 });
 
+test("free() and Symbol.dispose (what `using` calls) close the outbox: later calls fail with CLOSED, coded", async () => {
+  const outbox = await Outbox.open({ dbName: dbName() });
+  await outbox.enqueue({ owner: "alice", kind: "update", target: "w:1", body: { n: 1 } });
+  outbox.free();
+  outbox.free();
+  outbox[Symbol.dispose]?.();
+  outbox.close();
+  await assert.rejects(outbox.rows("alice"), { code: "CLOSED" });
+  await assert.rejects(outbox.enqueue({ owner: "alice", kind: "delete", target: "w:1" }), { code: "CLOSED" });
+  await assert.rejects(outbox.flush({ owner: "alice", send: async () => ({ type: "success", receipt: {} }) }), { code: "CLOSED" });
+  const again = await Outbox.open({ dbName: outbox.dbName });
+  try {
+    assert.equal((await again.rows("alice")).length, 1, "nothing lost by free()");
+  } finally {
+    again.close();
+  }
+});
+
 test("before init(): Outbox.open loads the module itself; the sync functions throw NOT_INITIALIZED", () => {
   const seen = run("before-init.mjs");
   assert.deepEqual(seen.classifyBeforeInit, { name: "OutboxError", code: "NOT_INITIALIZED" });
