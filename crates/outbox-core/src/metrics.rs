@@ -32,7 +32,9 @@ pub struct Counters {
     pub replays: u64,
     /// Conflict successors written.
     pub conflicts: u64,
-    /// Rows quarantined by a permanent answer.
+    /// Rows this tab's answers quarantined (`blocked`): a permanent answer, or a conflict
+    /// without a usable revision (§9), counted when the row is written blocked — not an
+    /// answer that came too late to change its row.
     pub permanent_failures: u64,
 }
 
@@ -49,9 +51,6 @@ impl Counters {
         }
         if matches!(outcome, Outcome::Success { replayed: true, .. }) {
             self.replays += 1;
-        }
-        if let Outcome::Permanent { .. } = outcome {
-            self.permanent_failures += 1;
         }
     }
 }
@@ -154,8 +153,8 @@ mod tests {
         }
         let a = c.attempts;
         assert_eq!((a.success, a.transient, a.auth, a.permanent, a.conflict), (2, 2, 1, 1, 1));
-        assert_eq!((c.replays, c.permanent_failures), (1, 1));
-        assert_eq!(c.conflicts, 0, "conflict successors count when written, not when answered");
+        assert_eq!(c.replays, 1);
+        assert_eq!((c.conflicts, c.permanent_failures), (0, 0), "rows count when written, not when answered");
     }
 
     #[test]
@@ -176,7 +175,7 @@ mod tests {
         c.record(&Outcome::Auth);
         c.record(&Outcome::Success { receipt: json!({}), replayed: true });
         c.record(&Outcome::Permanent { code: "INVALID".into() });
-        c.conflicts = 2;
+        (c.conflicts, c.permanent_failures) = (2, 1);
         let m = compute(&rows, Some("alice"), &c, Millis(2_000));
         assert_eq!((m.replays, m.conflicts, m.permanent_failures), (1, 2, 1), "this tab's counters");
         assert_eq!(m.total, 5);

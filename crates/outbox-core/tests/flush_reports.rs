@@ -66,6 +66,7 @@ fn report_counts_one_answer_of_each_class_once_per_row() {
     });
     let want = Counts { claimed: 4, succeeded: 1, deferred: 1, held: 1, blocked: 1, applied: 4, ..Counts::default() };
     assert_eq!(counts(&rep), Counts { receipts: vec![true], ..want });
+    assert_eq!((rep.counters.attempts.permanent, rep.counters.permanent_failures), (1, 1));
     assert_eq!((rep.receipts[0].target.as_str(), rep.receipts[0].replayed), ("w:0", false));
     assert_eq!(w.store.len(), 3, "the deferred, blocked and held rows stay");
 }
@@ -86,6 +87,7 @@ fn report_counts_a_conflict_successor_and_a_conflict_without_revision_as_blocked
     let want = Counts { claimed: 3, succeeded: 1, blocked: 1, conflicts: 1, applied: 3, ..Counts::default() };
     assert_eq!(counts(&rep), Counts { receipts: vec![true], ..want });
     assert_eq!(rep.counters.conflicts, 1);
+    assert_eq!(rep.counters.permanent_failures, 1, "w:6 quarantined, as by a permanent answer (§9)");
     assert_eq!(w.store.len(), 1, "w:6 blocked, kept");
 }
 
@@ -124,6 +126,20 @@ fn report_counts_a_late_answer_after_takeover_as_skipped_with_its_receipt_not_ap
     assert_eq!(counts(&rb), Counts { receipts: vec![true], ..want });
     assert!(rb.receipts[0].replayed);
     assert!(w.store.is_empty());
+}
+
+#[test]
+fn a_late_permanent_answer_is_an_attempt_but_quarantines_nothing() {
+    let mut w = World::new(2);
+    queue_updates(&mut w, A, 1);
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut |_, _| Outcome::Permanent { code: "INVALID".into() }); // late
+    w.advance(B, LEASE + 1);
+    let rb = w.flush(B, "alice"); // B took over and delivered it
+    assert_eq!(rb.succeeded, 1);
+    let ra = w.drain(A, &mut truthful);
+    assert_eq!(counts(&ra), Counts { claimed: 1, skipped: 1, ..Counts::default() });
+    assert_eq!((ra.counters.attempts.permanent, ra.counters.permanent_failures), (1, 0));
 }
 
 #[test]

@@ -282,6 +282,7 @@ fn s12_metrics_count_states_age_and_counters() {
     let mut counters = Counters::default();
     counters.record(&Outcome::Success { receipt: json!({}), replayed: true });
     counters.record(&Outcome::Permanent { code: "INVALID".into() });
+    counters.permanent_failures = 1; // counted when the row is written blocked (flush_reports.rs)
     let all: Vec<Value> = w.store.all().cloned().collect();
     let now = w.tabs[A].now.plus(250);
     let m = compute(&all, Some("alice"), &counters, now);

@@ -202,12 +202,19 @@ async fn write_together(
     }
     // The writes that committed before a failure count too: their rows are gone and their
     // receipts belong in the report the failed flush rejects with.
-    let conflicts_before = flush.borrow().report().counters.conflicts;
+    let written = |f: &RefCell<Flush>| {
+        let c = f.borrow().report().counters;
+        (c.conflicts, c.permanent_failures)
+    };
+    let before = written(&flush);
     for ((token, _), result) in writes.iter().zip(results) {
         flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
     }
-    // Conflict successors count when they are written (§12), like the attempts above.
-    inner.counters.borrow_mut().conflicts += flush.borrow().report().counters.conflicts - conflicts_before;
+    // Conflict successors and blocked rows count when they are written (§12).
+    let after = written(&flush);
+    let mut counters = inner.counters.borrow_mut();
+    counters.conflicts += after.0 - before.0;
+    counters.permanent_failures += after.1 - before.1;
     failed.map_or(Ok(()), Err)
 }
 

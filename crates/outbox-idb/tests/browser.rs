@@ -172,6 +172,11 @@ async fn enqueue_claim_ack_follow_the_contract() {
         "not-mine"
     );
     assert_eq!(ok(a.rows("alice".into())).await, before);
+    // A late permanent answer is an attempt of A's, but quarantines nothing (§12).
+    let permanent = obj(json!({"type": "permanent", "code": "INVALID"}));
+    assert_eq!(ok(a.ack("alice".into(), id.clone(), to_js(&t1), permanent, JsValue::UNDEFINED)).await, "not-mine");
+    let m = ok(a.metrics("alice".into())).await;
+    assert_eq!((m["attempts"]["permanent"].clone(), m["permanentFailures"].clone()), (json!(1), json!(0)));
 
     assert_eq!(ok(b.ack("alice".into(), id.clone(), to_js(&t2), success, JsValue::UNDEFINED)).await, "applied");
     let left = ok(a.rows("alice".into())).await;
@@ -597,4 +602,24 @@ async fn a_clock_reading_that_is_no_instant_is_replaced_by_date_now() {
         assert_eq!(rows[0].get("undecodable"), None, "{reading}: {rows}");
         a.close();
     }
+}
+
+/// §12: `permanentFailures` counts the rows this tab's answers quarantined, when they are
+/// written blocked: a permanent answer and a conflict without a usable revision (§9).
+#[wasm_bindgen_test]
+async fn permanent_failures_count_the_rows_a_flush_blocked() {
+    let db = db_name("metrics-permanent");
+    let a = open(&db, "tab-a").await;
+    for t in ["w:1", "w:2", "w:3"] {
+        ok(a.enqueue(obj(json!({"owner": "alice", "target": t, "kind": "update", "body": {}})), JsValue::UNDEFINED))
+            .await;
+    }
+    let send = "return op.target === 'w:1' ? {type: 'permanent', code: 'INVALID'}
+              : op.target === 'w:2' ? {type: 'conflict', actualRevision: null}
+              : {type: 'success', receipt: {}};";
+    let rep = ok(a.flush(flush_opts("alice", js_fn("op", send)))).await;
+    assert_eq!((rep["blocked"].clone(), rep["succeeded"].clone()), (json!(2), json!(1)), "{rep}");
+    let m = ok(a.metrics("alice".into())).await;
+    assert_eq!(m["permanentFailures"], 2, "{m}");
+    assert_eq!(m["byState"]["blocked"], 2, "{m}");
 }

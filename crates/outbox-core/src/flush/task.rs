@@ -356,6 +356,7 @@ fn answered(
                 // A blocked row may release its successor (§8 rule 3): read again.
                 Outcome::Permanent { .. } => {
                     report.blocked += 1;
+                    report.counters.permanent_failures += 1;
                     true
                 }
                 Outcome::Conflict { .. } => match successor {
@@ -370,6 +371,7 @@ fn answered(
                     // No usable actual revision: the row was blocked `REVISION_UNKNOWN` (§9).
                     None => {
                         report.blocked += 1;
+                        report.counters.permanent_failures += 1;
                         true
                     }
                 },
