@@ -23,7 +23,7 @@ use walk::{Mode, Refusal, Seg, Walker};
 use wasm_bindgen::prelude::*;
 
 pub use kept::unsendable_reason;
-pub use walk::{MAX_APP_DEPTH, OPAQUE_KEY};
+pub use walk::{MAX_APP_DEPTH, MAX_NODES, OPAQUE_KEY};
 
 /// Any serializable value as a plain JS value: its JSON text, parsed by `JSON.parse`. One
 /// string crosses the boundary instead of one call per property, and the engine's own

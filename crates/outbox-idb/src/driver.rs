@@ -86,7 +86,7 @@ fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<Record
 /// Calls an app function with one argument and awaits its result if it is a promise.
 async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsValue> {
     let ret = f.call1(&JsValue::NULL, arg)?;
-    JsFuture::from(crate::js::promise_resolve(&ret)?).await
+    JsFuture::from(crate::js::own_promise(&ret)?).await
 }
 
 /// A flush that failed part way, and what it had done until then: the answers it applied

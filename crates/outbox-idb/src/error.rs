@@ -83,8 +83,7 @@ impl OutboxError {
         let detail = js_sys::Reflect::get(cause, &"message".into())
             .ok()
             .and_then(|m| m.as_string())
-            .or_else(|| cause.as_string())
-            .unwrap_or_else(|| format!("{cause:?}"));
+            .unwrap_or_else(|| crate::js::text_of(cause));
         if dom_name(cause).as_deref() == Some("QuotaExceededError") {
             let message =
                 format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");

@@ -10,6 +10,7 @@
 
 use js_sys::{Array, Function, JsString, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 #[wasm_bindgen]
 extern "C" {
@@ -23,9 +24,43 @@ extern "C" {
     pub fn entries(v: &JsValue) -> Result<Array, JsValue>;
     #[wasm_bindgen(catch, js_name = String)]
     pub fn string(v: &JsValue) -> Result<JsString, JsValue>;
-    /// Runs the `constructor` getter of a native promise.
-    #[wasm_bindgen(catch, js_namespace = Promise, js_name = resolve)]
-    pub fn promise_resolve(v: &JsValue) -> Result<Promise, JsValue>;
+    /// Node's `console.error` formats its arguments at once, running their custom inspect
+    /// functions and `stack` getters.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
+    pub fn console_error(message: &JsValue, value: &JsValue) -> Result<(), JsValue>;
+    /// `console.error` of a text: an app may have replaced `console.error` (an error
+    /// reporter's wrapper) with one that throws.
+    #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
+    pub fn console_error_text(message: &str) -> Result<(), JsValue>;
+}
+
+/// `String(v)`, or a fixed text for a value that cannot be turned into one (a revoked
+/// Proxy, a throwing `toString`). Never `{v:?}`: wasm-bindgen's debug string reads getters
+/// without `catch`.
+pub fn text_of(v: &JsValue) -> String {
+    string(v).map_or_else(|_| "a value that cannot be printed".into(), String::from)
+}
+
+/// The time of a Date, by the intrinsic `Date.prototype.getTime` (an own `getTime`, or an
+/// object that only says it is a Date, cannot throw through): NaN for anything else.
+pub fn date_time(v: &JsValue) -> f64 {
+    thread_local! {
+        static GET_TIME: Option<Function> =
+            Reflect::get(&js_sys::Date::new_0(), &"getTime".into()).ok().and_then(|f| f.dyn_into().ok());
+    }
+    GET_TIME.with(|f| f.as_ref().and_then(|f| f.call0(v).ok()).and_then(|t| t.as_f64())).unwrap_or(f64::NAN)
+}
+
+/// A promise of this library's, resolved with `v` (the app's result, a promise or not).
+/// `JsFuture` calls `then` on what it awaits: on the app's own promise that `then` could
+/// be anything; resolving ours with it runs it in a job of its own, where a throw rejects.
+pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
+    let mut resolve = None;
+    let promise = Promise::new(&mut |res, _| resolve = Some(res));
+    if let Some(resolve) = resolve {
+        resolve.call1(&JsValue::NULL, v)?;
+    }
+    Ok(promise)
 }
 
 /// `new Uint8Array(buffer, offset, length)` (the whole buffer without `at`): throws for a
@@ -42,17 +77,23 @@ pub fn bytes(buffer: &JsValue, at: Option<(f64, f64)>) -> Result<Uint8Array, JsV
     Ok(made.unchecked_into())
 }
 
-/// The items of an array the app gives (`Array.isArray`, then each index read alone):
-/// `Ok(None)` if it is no array.
+/// The items of an array the app gives (`Array.isArray`, then each index read alone, at
+/// most `max`): `Ok(None)` if it is no array.
 ///
 /// # Errors
-/// Where it cannot be read: `""` (the array itself, a revoked Proxy) or `"[i]"`.
-pub fn items(v: &JsValue) -> Result<Option<Vec<JsValue>>, String> {
-    if !is_array(v).map_err(|_| String::new())? {
+/// What is wrong, as the end of a sentence about the array: "cannot be read", "[3] cannot
+/// be read", "holds more than 1000000 items".
+pub fn items(v: &JsValue, max: u32) -> Result<Option<Vec<JsValue>>, String> {
+    let unreadable = |_| " cannot be read".to_owned();
+    if !is_array(v).map_err(unreadable)? {
         return Ok(None);
     }
-    let len = Reflect::get(v, &"length".into()).map_err(|_| String::new())?.as_f64().unwrap_or(0.0) as u32;
-    (0..len).map(|i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}]"))).collect::<Result<_, _>>().map(Some)
+    let len = Reflect::get(v, &"length".into()).map_err(unreadable)?.as_f64().unwrap_or(0.0);
+    if len > f64::from(max) {
+        return Err(format!(" holds more than {max} items"));
+    }
+    let read = |i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"));
+    (0..len as u32).map(read).collect::<Result<_, _>>().map(Some)
 }
 
 /// A non-empty string that converts exactly: one with a lone surrogate would become

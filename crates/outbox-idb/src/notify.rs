@@ -22,12 +22,23 @@ type LastChanges = Rc<RefCell<Vec<(String, f64)>>>;
 /// The change a flush announces (its claims, answers, conversions).
 const FLUSH_CHANGE: &str = "flush";
 
+/// Owners whose last change is kept: any page of the origin can post notices, one per
+/// owner name it makes up. A forgotten owner reads as "no change seen": a flush waiting
+/// for its turn then stops waiting sooner (the turn is never needed for safety).
+const MAX_LAST_CHANGES: usize = 1024;
+
 fn note_change(last: &LastChanges, owner: &str) {
     let now = crate::turn::monotonic();
     let mut list = last.borrow_mut();
     match list.iter_mut().find(|(o, _)| o == owner) {
         Some(entry) => entry.1 = now,
-        None => list.push((owner.to_owned(), now)),
+        None => {
+            if list.len() >= MAX_LAST_CHANGES {
+                let oldest = (0..list.len()).min_by(|&a, &b| list[a].1.total_cmp(&list[b].1)).unwrap_or(0);
+                list.swap_remove(oldest);
+            }
+            list.push((owner.to_owned(), now));
+        }
     }
 }
 
@@ -218,12 +229,13 @@ impl Notifier {
         if let (FLUSH_CHANGE, Some(o)) = (what, owner) {
             note_change(&self.last_changes, o);
         }
+        // Other tabs first: nothing a subscriber of this tab does can keep them from hearing.
+        if let Some(out) = &self.outgoing {
+            out.send(Pending { change: what.to_owned(), owner: owner.map(str::to_owned), records: records.to_vec() });
+        }
         if !self.subscribers.borrow().is_empty() {
             // the message is not built for nobody
             deliver(&self.subscribers, &message(&self.tab_id, what, owner, records));
-        }
-        if let Some(out) = &self.outgoing {
-            out.send(Pending { change: what.to_owned(), owner: owner.map(str::to_owned), records: records.to_vec() });
         }
     }
 
@@ -283,7 +295,11 @@ fn deliver(subs: &Subscribers, msg: &JsValue) {
     let list: Vec<js_sys::Function> = subs.borrow().iter().map(|(_, f)| f.clone()).collect();
     for f in list {
         if let Err(e) = f.call1(&JsValue::NULL, msg) {
-            web_sys::console::error_2(&"outbox: a subscribe callback threw".into(), &e);
+            let what = JsValue::from_str("outbox: a subscribe callback threw");
+            if crate::js::console_error(&what, &e).is_err() {
+                let _ =
+                    crate::js::console_error_text("outbox: a subscribe callback threw a value that cannot be printed");
+            }
         }
     }
 }

@@ -283,3 +283,164 @@ fn hostile_calls_give_back_the_shadow_stack() {
     let (before, after) = (marks.get(0).as_f64().unwrap(), marks.get(1).as_f64().unwrap());
     assert_eq!(before, after, "200 hostile calls moved the shadow stack pointer by {} bytes", before - after);
 }
+
+/// Opens an outbox with one app store, `todos` (key path `id`).
+async fn open_todos(db: &str, tab: &str) -> Outbox {
+    let o = options(db, tab);
+    set(&o, "records", &obj(json!({"version": 1, "stores": [{"name": "todos", "keyPath": "id"}]})));
+    Outbox::open_with(o).await.unwrap()
+}
+
+/// §3 rule 4: objects that only say they are Dates, or Dates whose own `getTime` throws,
+/// are refused when the app gives them, and kept as they are when they come as rows.
+#[wasm_bindgen_test]
+async fn fake_dates_are_refused_or_kept_never_thrown_through() {
+    quiet_uncaught();
+    let db = db_name("hostile-dates");
+    let a = open(&db, "tab-a").await;
+    let fakes = [
+        "(() => { const d = Object.create(Date.prototype); d[Symbol.toStringTag] = 'Date'; return d; })()",
+        "(() => { const d = new Date(0); d.getTime = () => { throw new Error('hostile getTime'); }; return d; })()",
+    ];
+    for fake in fakes {
+        let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+        set(&op, "body", &expr(&format!("{{ at: {fake} }}")));
+        let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("settles").expect_err("refused");
+        let (code, message) = coded(&err);
+        assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+        assert!(message.contains("`body.at`"), "{message}");
+        let row = expr(&format!(
+            "{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {fake} }}"
+        ));
+        let in_flight = catch_sync(move || {
+            outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
+        });
+        assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false), "{fake}");
+    }
+    assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
+}
+
+/// §8: `send` returning a promise whose own `then` throws is a failed send, and the flush
+/// ends (the library awaits a promise of its own, never the app's object).
+#[wasm_bindgen_test]
+async fn a_send_promise_whose_then_throws_is_a_failed_send() {
+    quiet_uncaught();
+    let db = db_name("hostile-then");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
+    let send = "const p = Promise.resolve({ type: 'success', receipt: {} });
+                p.then = () => { throw new Error('hostile then'); };
+                return p;";
+    let first = within(a.flush(flush_opts("alice", send)), 3_000).await.expect("the flush settles");
+    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    assert_eq!(first["succeeded"], 0, "{first}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["evidence"]["lastErrorCode"], "SEND_FAILED", "{rows}");
+    advance(&db, 3_600_000.0);
+    assert_eq!(ok(a.flush(flush_opts("alice", "return {type: 'success', receipt: {}};"))).await["succeeded"], 1);
+}
+
+/// §15: a key or range the app gives that throws while IndexedDB reads it (an element
+/// getter throwing a revoked Proxy, or an Error whose `message` getter throws) is the app's
+/// bad argument: `INVALID_ARGUMENT`, not a call that never settles.
+#[wasm_bindgen_test]
+async fn record_keys_that_throw_while_read_are_invalid_arguments() {
+    quiet_uncaught();
+    let db = db_name("hostile-keys");
+    let a = open_todos(&db, "tab-a").await;
+    let throwing = |what: &str| {
+        expr(&format!(
+            "(() => {{ const k = [1]; Object.defineProperty(k, 0, {{ get() {{ throw {what}; }} }}); return k; }})()"
+        ))
+    };
+    let revoked = "(() => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; })()";
+    let bad_message = "(() => { const e = new Error(); Object.defineProperty(e, 'message', { get() { throw new Error('x'); } }); return e; })()";
+    let plain = "new Error('plain')";
+    for what in [revoked, bad_message, plain] {
+        let got = within(a.record("todos".into(), throwing(what)), 3_000).await.expect("record() settles");
+        assert_eq!(coded(&got.expect_err("refused")).0, "INVALID_ARGUMENT", "{what}");
+        let query = js_sys::Object::new();
+        set(&query, "range", &throwing(what));
+        let got = within(a.records("todos".into(), query.into()), 3_000).await.expect("records() settles");
+        assert_eq!(coded(&got.expect_err("refused")).0, "INVALID_ARGUMENT", "{what}");
+    }
+}
+
+/// §12: a subscriber that throws a value the console cannot print (in Node, `console.error`
+/// runs its custom inspect function; here `console.error` itself throws) costs nothing:
+/// the enqueue resolves and the other tabs still hear of the change.
+#[wasm_bindgen_test]
+async fn a_throwing_subscriber_neither_hangs_an_enqueue_nor_silences_other_tabs() {
+    quiet_uncaught();
+    let db = db_name("hostile-subscriber");
+    let a = open(&db, "tab-a").await;
+    let b = open(&db, "tab-b").await;
+    let heard = js("", "globalThis.hostileHeard = 0; return () => { globalThis.hostileHeard += 1; };")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let _unsub_b = b.subscribe(heard).unwrap();
+    let _unsub_a = a.subscribe(js_fn("m", "throw new Error('hostile subscriber');")).unwrap();
+    js("", "globalThis.hostileConsoleError = console.error; console.error = () => { throw new Error('hostile console'); };")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"n": 1}}));
+    let done = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await;
+    js("", "console.error = globalThis.hostileConsoleError;").call0(&JsValue::NULL).unwrap();
+    assert!(done.expect("enqueue settles").is_ok());
+    let heard = js("", "return new Promise((ok) => setTimeout(() => ok(globalThis.hostileHeard), 500));")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let heard = JsFuture::from(Promise::from(heard)).await.unwrap();
+    assert!(heard.as_f64().unwrap_or(0.0) >= 1.0, "tab B heard {heard:?} notices");
+}
+
+/// Resource bounds: an array that says it is huge (sparse, `length` 2^32 − 1, free to store
+/// and to pass) is refused or kept whole at once, never walked item by item.
+#[wasm_bindgen_test]
+async fn huge_sparse_arrays_are_judged_by_their_length() {
+    quiet_uncaught();
+    let db = db_name("hostile-sparse");
+    let a = open(&db, "tab-a").await;
+    let sparse = "(() => { const s = []; s.length = 2 ** 32 - 1; return s; })()";
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr(&format!("{{ list: {sparse} }}")));
+    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("settles").expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("more than 1000000 parts"), "{message}");
+    let row = expr(&format!(
+        "{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {sparse} }}"
+    ));
+    let in_flight = catch_sync(move || {
+        outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
+    });
+    assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false));
+    let rows = expr(sparse);
+    let select =
+        catch_sync(move || outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let err = select.expect_err("refused");
+    assert_eq!(get(&err, "code").as_string().as_deref(), Some("INVALID_ARGUMENT"));
+    assert!(get(&err, "message").as_string().unwrap_or_default().contains("more than 1000000 items"));
+}
+
+/// §4 records: a `patch` keeps a field named `__proto__` (in the stored record, or in
+/// `set`) as a field; copied by assignment it changed the copy's prototype and was lost.
+#[wasm_bindgen_test]
+async fn a_patch_keeps_fields_named_proto() {
+    let db = db_name("hostile-proto");
+    let a = open_todos(&db, "tab-a").await;
+    let put = obj(json!({"store": "todos"}));
+    set(&put, "put", &expr("JSON.parse('{\"id\": \"t1\", \"__proto__\": {\"kept\": 1}, \"n\": 0}')"));
+    let writes = obj(json!({}));
+    set(&writes, "writes", &Array::of1(&put));
+    let op = obj(json!({"owner": "alice", "target": "t1", "kind": "update", "body": {"n": 0}}));
+    ok(a.enqueue(op, writes)).await;
+    let patch = obj(json!({"store": "todos", "patch": "t1"}));
+    set(&patch, "set", &expr("JSON.parse('{\"__proto__\": {\"also\": 2}, \"n\": 1}')"));
+    let writes = obj(json!({}));
+    set(&writes, "writes", &Array::of1(&patch));
+    let op = obj(json!({"owner": "alice", "target": "t1", "kind": "update", "body": {"n": 1}}));
+    ok(a.enqueue(op, writes)).await;
+    let got = ok(a.record("todos".into(), "t1".into())).await;
+    assert_eq!(got, json!({"id": "t1", "__proto__": {"also": 2}, "n": 1}));
+}

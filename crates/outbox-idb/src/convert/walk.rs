@@ -164,15 +164,23 @@ impl Walker {
 
     fn step(&mut self, v: &JsValue, depth: usize) -> Step {
         self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            let what = format!("part of a value with more than {MAX_NODES} parts (shared objects count once per use)");
-            return self.foreign(v, Foreign { what, marker: "Large".into() });
+        if let Some(large) = self.too_large(0) {
+            return self.foreign(v, large);
         }
         match self.classify(v) {
             Node::Leaf(value) => Ok(Walked { value, back_to: None }),
             Node::Foreign(f) => self.foreign(v, f),
             Node::Container { array } => self.container(v, depth, array),
         }
+    }
+
+    /// Past the node budget, with `items` more to come (a container's length is checked
+    /// before its items are read: a sparse array of length 2^32 − 1 costs nothing to store).
+    fn too_large(&self, items: u32) -> Option<Foreign> {
+        (self.nodes.saturating_add(items as usize) > MAX_NODES).then(|| Foreign {
+            what: format!("part of a value with more than {MAX_NODES} parts (shared objects count once per use)"),
+            marker: "Large".into(),
+        })
     }
 
     /// Refuses `v` (app) or keeps it aside behind a marker (stored).
@@ -230,6 +238,9 @@ impl Walker {
             Ok(len) => len.as_f64().unwrap_or(0.0) as u32,
             Err(e) => return self.unreadable(v, &e),
         };
+        if let Some(large) = self.too_large(len) {
+            return self.foreign(v, large);
+        }
         let mut items = Vec::with_capacity(len.min(1024) as usize);
         let mut back_to: Option<usize> = None;
         for i in 0..len {
@@ -251,6 +262,9 @@ impl Walker {
             Ok(keys) => keys,
             Err(e) => return self.unreadable(v, &e),
         };
+        if let Some(large) = self.too_large(keys.length()) {
+            return self.foreign(v, large);
+        }
         let mut map = Map::new();
         let mut back_to: Option<usize> = None;
         let kept_before = self.kept.len();
@@ -349,12 +363,21 @@ impl Walker {
             .and_then(|t| t.as_string())
             .and_then(|t| t.strip_prefix("[object ").and_then(|t| t.strip_suffix(']')).map(str::to_owned))
             .unwrap_or_else(|| "Object".into());
-        let prop = |k: &str| Reflect::get(v, &k.into()).map(|p| text(&p)).unwrap_or_default();
+        // The app's values are refused whatever their marker: only a stored one is digested
+        // (a marker can cost a copy of a whole buffer).
+        let stored = self.mode == Mode::Stored;
+        let prop = |k: &str| {
+            if stored {
+                Reflect::get(v, &k.into()).map(|p| text(&p)).unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
         let (what, marker) = match tag.as_str() {
             "Date" => {
                 // The time as JavaScript writes it: for a Date (whole, below 2^53, or NaN) the
                 // digits Rust would write, without Rust's float formatting (14 KB of wasm).
-                let t = v.dyn_ref::<js_sys::Date>().map_or(f64::NAN, js_sys::Date::get_time);
+                let t = if stored { crate::js::date_time(v) } else { f64::NAN };
                 ("a Date".to_owned(), format!("Date:{}", text(&JsValue::from(t))))
             }
             "Blob" => ("a Blob".into(), format!("Blob:{}:{}", prop("size"), prop("type"))),
@@ -363,8 +386,8 @@ impl Walker {
                 format!("File:{}:{}:{}:{}", prop("size"), prop("type"), prop("lastModified"), prop("name")),
             ),
             "Map" | "Set" => (article(&tag), format!("{tag}:{}", prop("size"))),
-            "ArrayBuffer" => ("an ArrayBuffer".into(), format!("ArrayBuffer:{}", bytes_digest(v, None))),
-            _ if ArrayBuffer::is_view(v) => (article(&tag), format!("{tag}:{}", bytes_digest(v, Some(v)))),
+            "ArrayBuffer" => ("an ArrayBuffer".into(), format!("ArrayBuffer:{}", bytes_digest(v, None, stored))),
+            _ if ArrayBuffer::is_view(v) => (article(&tag), format!("{tag}:{}", bytes_digest(v, Some(v), stored))),
             "Object" => {
                 let name = Reflect::get(proto, &"constructor".into())
                     .and_then(|c| Reflect::get(&c, &"name".into()))
@@ -376,7 +399,9 @@ impl Walker {
                     None => ("an object with a prototype of its own".into(), "Object".into()),
                 }
             }
-            "RegExp" | "Number" | "String" | "Boolean" | "Error" => (article(&tag), format!("{tag}:{}", text(v))),
+            "RegExp" | "Number" | "String" | "Boolean" | "Error" if stored => {
+                (article(&tag), format!("{tag}:{}", text(v)))
+            }
             _ => (article(&tag), tag.clone()),
         };
         Foreign { what, marker }
@@ -464,7 +489,14 @@ fn article(name: &str) -> String {
 
 /// FNV-1a: a stable digest for markers (not a security measure).
 fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    fnv_from(FNV_START, bytes)
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a going on from `hash`.
+fn fnv_from(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 fn utf16_digest(v: &JsValue) -> u64 {
@@ -475,7 +507,11 @@ fn utf16_digest(v: &JsValue) -> u64 {
 
 /// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one;
 /// `detached` for a buffer given away (`postMessage`, `structuredClone` with `transfer`).
-fn bytes_digest(v: &JsValue, view: Option<&JsValue>) -> String {
+/// Read in chunks: a large buffer is never copied whole into the module's memory.
+fn bytes_digest(v: &JsValue, view: Option<&JsValue>, stored: bool) -> String {
+    if !stored {
+        return String::new();
+    }
     let bytes = match view {
         None => crate::js::bytes(v, None),
         Some(view) => {
@@ -488,8 +524,14 @@ fn bytes_digest(v: &JsValue, view: Option<&JsValue>) -> String {
             }
         }
     };
-    match bytes {
-        Ok(bytes) => format!("{}:{:016x}", bytes.length(), fnv(&bytes.to_vec())),
-        Err(_) => "detached".into(),
+    let Ok(bytes) = bytes else { return "detached".into() };
+    const CHUNK: u32 = 1 << 16;
+    let (len, mut chunk, mut hash) = (bytes.length(), vec![0u8; 0], FNV_START);
+    for at in (0..len).step_by(CHUNK as usize) {
+        let part = bytes.subarray(at, len.min(at + CHUNK));
+        chunk.resize(part.length() as usize, 0);
+        part.copy_to(&mut chunk);
+        hash = fnv_from(hash, &chunk);
     }
+    format!("{len}:{hash:016x}")
 }

@@ -11,7 +11,6 @@ use js_sys::{Array, Object, Reflect};
 use outbox_core::records::{is_key, set_key, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::{IdbObjectStore, IdbTransaction};
 
 /// A record a transaction changed: its store and key (for the cross-tab notice).
@@ -126,10 +125,28 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
     from_js(&to, MOVED_TO).ok().filter(is_key)
 }
 
-/// A shallow copy of `current` with `set` over it.
+/// A shallow copy of `current` with `set` over it. Each field is defined, not assigned
+/// (`Object.assign` would): a field named `__proto__` stays a field, where assigning it
+/// would change the copy's prototype and drop the field.
 fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
-    let copy = Object::assign(&Object::new(), current.unchecked_ref());
-    Object::assign(&copy, to_js(set).unchecked_ref()).into()
+    let copy = Object::new();
+    let define = |k: &JsValue, v: &JsValue| {
+        let field = Object::new();
+        for (flag, on) in [("value", v), ("writable", &true.into()), ("enumerable", &true.into())] {
+            let _ = Reflect::set(&field, &flag.into(), on);
+        }
+        let _ = Reflect::set(&field, &"configurable".into(), &true.into());
+        let _ = Reflect::define_property(&copy, k, &field);
+    };
+    for k in crate::js::own_keys(current).map(|keys| keys.to_vec()).unwrap_or_default() {
+        if let Ok(v) = Reflect::get(current, &k) {
+            define(&k, &v);
+        }
+    }
+    for (k, v) in set {
+        define(&k.into(), &to_js(v));
+    }
+    copy.into()
 }
 
 /// Refuses, before anything is issued, the writes IndexedDB would certainly refuse: a store

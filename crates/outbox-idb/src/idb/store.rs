@@ -438,11 +438,14 @@ pub(super) fn transaction_failed(e: &JsValue) -> OutboxError {
     }
 }
 
-/// A key or range IndexedDB refused (`DataError`) is the app's argument; anything else is
-/// the database's failure.
+/// A key or range IndexedDB refused (`DataError`) is the app's argument, and so is an
+/// exception that is no `DOMException` (a getter of the key threw while IndexedDB read
+/// it); anything else is the database's failure.
 fn key_refused(e: &JsValue) -> OutboxError {
     if records::is_data_error(e) {
         OutboxError::invalid("IndexedDB refused the key or range given (DataError)")
+    } else if e.dyn_ref::<web_sys::DomException>().is_none() {
+        OutboxError::invalid(format!("the key or range given cannot be read ({})", crate::js::text_of(e)))
     } else {
         OutboxError::storage("read", e)
     }
