@@ -39,12 +39,17 @@
 // or `constructor`, a revoked Proxy no longer throw through the wasm frames), an array
 // whose length cannot be read refused, `Retry-After` clamped to 2^53 − 1 ms, `tabId` and
 // `dbName` taken exactly.
+// 179,500 → 180,300 (+0.7 KB, to 180,210): the second pass of that audit — the library
+// awaits a promise of its own (an app promise's own `then` threw through), a Date read by
+// the intrinsic `getTime`, no Debug formatting of JS values, catch-bound console calls,
+// containers judged by their length before their items are walked, byte digests in 64 KB
+// chunks, last-change notes capped, `patch` keeping a field named `__proto__`.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 179_500;
+const BUDGET_GZIP_BYTES = 180_300;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

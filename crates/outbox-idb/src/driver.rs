@@ -191,7 +191,10 @@ async fn write_together(
             Ok(r) => results.extend(r),
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
             Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
-                web_sys::console::warn_1(&format!("outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease", e.message).into());
+                let _ = crate::js::console_warn_text(&format!(
+                    "outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease",
+                    e.message
+                ));
                 results.push(Some(ReplaceOutcome::Stale));
             }
             Err(e) => {
@@ -278,9 +281,10 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                     // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
                     // reported and may be stored, never silently changed.
                     Ok(v) => outcome_from_js(&v).unwrap_or_else(|e| {
-                        web_sys::console::warn_1(
-                            &format!("outbox: send returned no Outcome ({}); retrying later", e.message).into(),
-                        );
+                        let _ = crate::js::console_warn_text(&format!(
+                            "outbox: send returned no Outcome ({}); retrying later",
+                            e.message
+                        ));
                         Outcome::transient("BAD_OUTCOME")
                     }),
                     Err(_) => Outcome::transient("SEND_FAILED"),
@@ -302,7 +306,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                     match call(f, &arg).await {
                         // Not JSON: the intent is quarantined as for a port that throws (§7).
                         Ok(v) => prepared_from_js(&v).map_err(|e| {
-                            web_sys::console::warn_1(&format!("outbox: prepareSuccessor: {}", e.message).into());
+                            let _ = crate::js::console_warn_text(&format!("outbox: prepareSuccessor: {}", e.message));
                             e.message
                         }),
                         Err(_) => Err("prepareSuccessor threw".to_owned()),

@@ -8,7 +8,7 @@
 //! through a `js_sys` function that already returns one (`Reflect`, `Function::call*`);
 //! `instanceof` checks (`dyn_ref`, `is_instance_of`) are caught by wasm-bindgen's glue.
 
-use js_sys::{Array, Function, JsString, Promise, Reflect, Uint8Array};
+use js_sys::{Array, JsString, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -32,6 +32,22 @@ extern "C" {
     /// reporter's wrapper) with one that throws.
     #[wasm_bindgen(catch, js_namespace = console, js_name = error)]
     pub fn console_error_text(message: &str) -> Result<(), JsValue>;
+    #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
+    pub fn console_warn_text(message: &str) -> Result<(), JsValue>;
+
+    /// `Date.prototype.getTime` as it was at start, called on `this` (`final`): a Date's own
+    /// `getTime` is never looked up; anything but a Date throws, caught.
+    #[wasm_bindgen(js_name = Date)]
+    type DateValue;
+    #[wasm_bindgen(catch, method, final, js_class = "Date", js_name = getTime)]
+    fn get_time(this: &DateValue) -> Result<f64, JsValue>;
+
+    #[wasm_bindgen(js_name = Uint8Array)]
+    type Bytes;
+    /// `new Uint8Array(buffer, offset, length)`; undefined `offset`/`length` take the whole
+    /// buffer. Throws for a detached one, caught.
+    #[wasm_bindgen(catch, constructor, js_class = "Uint8Array")]
+    fn new(buffer: &JsValue, offset: &JsValue, length: &JsValue) -> Result<Bytes, JsValue>;
 }
 
 /// `String(v)`, or a fixed text for a value that cannot be turned into one (a revoked
@@ -44,11 +60,7 @@ pub fn text_of(v: &JsValue) -> String {
 /// The time of a Date, by the intrinsic `Date.prototype.getTime` (an own `getTime`, or an
 /// object that only says it is a Date, cannot throw through): NaN for anything else.
 pub fn date_time(v: &JsValue) -> f64 {
-    thread_local! {
-        static GET_TIME: Option<Function> =
-            Reflect::get(&js_sys::Date::new_0(), &"getTime".into()).ok().and_then(|f| f.dyn_into().ok());
-    }
-    GET_TIME.with(|f| f.as_ref().and_then(|f| f.call0(v).ok()).and_then(|t| t.as_f64())).unwrap_or(f64::NAN)
+    v.unchecked_ref::<DateValue>().get_time().unwrap_or(f64::NAN)
 }
 
 /// A promise of this library's, resolved with `v` (the app's result, a promise or not).
@@ -66,15 +78,8 @@ pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
 /// `new Uint8Array(buffer, offset, length)` (the whole buffer without `at`): throws for a
 /// detached buffer.
 pub fn bytes(buffer: &JsValue, at: Option<(f64, f64)>) -> Result<Uint8Array, JsValue> {
-    thread_local! {
-        static CONSTRUCTOR: Function = Uint8Array::new_with_length(0).constructor();
-    }
-    let args = match at {
-        None => Array::of1(buffer),
-        Some((offset, length)) => Array::of3(buffer, &offset.into(), &length.into()),
-    };
-    let made = CONSTRUCTOR.with(|c| Reflect::construct(c, &args))?;
-    Ok(made.unchecked_into())
+    let (offset, length) = at.map_or((JsValue::UNDEFINED, JsValue::UNDEFINED), |(o, l)| (o.into(), l.into()));
+    Bytes::new(buffer, &offset, &length).map(JsCast::unchecked_into)
 }
 
 /// The items of an array the app gives (`Array.isArray`, then each index read alone, at

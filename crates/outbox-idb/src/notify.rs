@@ -22,8 +22,9 @@ type LastChanges = Rc<RefCell<Vec<(String, f64)>>>;
 /// The change a flush announces (its claims, answers, conversions).
 const FLUSH_CHANGE: &str = "flush";
 
-/// Owners whose last change is kept: any page of the origin can post notices, one per
-/// owner name it makes up. A forgotten owner reads as "no change seen": a flush waiting
+/// Owners whose last change is kept (the first noted is forgotten first): any page of the
+/// origin can post notices, one per owner name it makes up. A forgotten owner reads as "no
+/// change seen": a flush waiting
 /// for its turn then stops waiting sooner (the turn is never needed for safety).
 const MAX_LAST_CHANGES: usize = 1024;
 
@@ -34,8 +35,7 @@ fn note_change(last: &LastChanges, owner: &str) {
         Some(entry) => entry.1 = now,
         None => {
             if list.len() >= MAX_LAST_CHANGES {
-                let oldest = (0..list.len()).min_by(|&a, &b| list[a].1.total_cmp(&list[b].1)).unwrap_or(0);
-                list.swap_remove(oldest);
+                list.remove(0); // the first noted
             }
             list.push((owner.to_owned(), now));
         }

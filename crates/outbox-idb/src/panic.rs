@@ -49,7 +49,7 @@ pub fn install() {
         if let Some(reject) = POLLED.with(Cell::take) {
             let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.clone()).into());
         }
-        web_sys::console::error_1(&message.into());
+        let _ = crate::js::console_error_text(&message);
     }));
 }
 

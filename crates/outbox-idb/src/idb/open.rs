@@ -72,7 +72,7 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
             clear_timeout(&timer);
             let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
             if let Err(e) = upgrade(db.unchecked_ref(), &tx) {
-                web_sys::console::error_2(&"outbox: schema upgrade failed".into(), &e);
+                let _ = crate::js::console_error(&"outbox: schema upgrade failed".into(), &e);
                 let _ = tx.abort();
             }
         })

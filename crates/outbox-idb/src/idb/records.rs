@@ -125,28 +125,13 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
     from_js(&to, MOVED_TO).ok().filter(is_key)
 }
 
-/// A shallow copy of `current` with `set` over it. Each field is defined, not assigned
-/// (`Object.assign` would): a field named `__proto__` stays a field, where assigning it
-/// would change the copy's prototype and drop the field.
+/// A shallow copy of `current` with `set` over it, made by `Object.fromEntries`, which
+/// defines each field: assigned (`Object.assign`), a field named `__proto__` would change
+/// the copy's prototype instead and be lost.
 fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
-    let copy = Object::new();
-    let define = |k: &JsValue, v: &JsValue| {
-        let field = Object::new();
-        for (flag, on) in [("value", v), ("writable", &true.into()), ("enumerable", &true.into())] {
-            let _ = Reflect::set(&field, &flag.into(), on);
-        }
-        let _ = Reflect::set(&field, &"configurable".into(), &true.into());
-        let _ = Reflect::define_property(&copy, k, &field);
-    };
-    for k in crate::js::own_keys(current).map(|keys| keys.to_vec()).unwrap_or_default() {
-        if let Ok(v) = Reflect::get(current, &k) {
-            define(&k, &v);
-        }
-    }
-    for (k, v) in set {
-        define(&k.into(), &to_js(v));
-    }
-    copy.into()
+    let fields = crate::js::entries(current).unwrap_or_default();
+    let fields = fields.concat(&crate::js::entries(&to_js(set)).unwrap_or_default());
+    Object::from_entries(&fields).map_or(JsValue::UNDEFINED, JsValue::from)
 }
 
 /// Refuses, before anything is issued, the writes IndexedDB would certainly refuse: a store

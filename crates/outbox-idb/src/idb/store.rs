@@ -347,7 +347,7 @@ impl Store {
                 match reconcile(r).and_then(|w| records::check(&tx, &w).map(|()| w)) {
                     Ok(w) => writes.extend(w),
                     Err(why) => {
-                        web_sys::console::warn_1(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease").into());
+                        let _ = crate::js::console_warn_text(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"));
                         results.push(Some(ReplaceOutcome::Stale));
                         continue;
                     }

@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// Every JS function the wasm module imports without `catch`, checked against a reviewed list
+// (scripts/glue-imports.allow). A JS exception thrown inside such an import unwinds through
+// the wasm frames: no destructor runs, the shadow stack is not given back, the call never
+// settles (crates/outbox-idb/src/js.rs). So each one must be unable to throw on what it is
+// given — an intrinsic on a primitive, a property of a platform object — and a new one
+// fails the build until someone has read it and said why in the list.
+//
+//   node scripts/glue-imports.mjs          # checks pkg/outbox_idb.js
+//   node scripts/glue-imports.mjs --print  # prints the current list, one key per line
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const glue = readFileSync(join(root, "pkg", "outbox_idb.js"), "utf8");
+
+/** The imports' bodies, whitespace collapsed (the key), for those not wrapped in `handleError`. */
+function uncaughtImports(src) {
+  const start = src.indexOf("const import0 = {");
+  if (start < 0) throw new Error("glue-imports: no import object in pkg/outbox_idb.js (wasm-bindgen changed its output?)");
+  const block = src.slice(start, src.indexOf("\n    };", start));
+  const entry = /^ {8}(__wbg_\w+?)_[0-9a-f]{16}: function\([^)]*\) \{\n([\s\S]*?)\n {8}\},?$/gm;
+  const keys = new Set();
+  let all = 0;
+  for (const [, , body] of block.matchAll(entry)) {
+    all += 1;
+    if (body.trimStart().startsWith("return handleError(")) continue;
+    // A closure shim names its Rust function with a hash that changes with the code.
+    keys.add(body.split("\n").map((l) => l.trim()).join(" ").replace(/__h[0-9a-f]{16}/g, "__h"));
+  }
+  if (all === 0) throw new Error("glue-imports: no import found in pkg/outbox_idb.js (wasm-bindgen changed its output?)");
+  return keys;
+}
+
+/** The reviewed keys: one per line, `key  # why it cannot throw`; `#` lines are comments. */
+function allowed(text) {
+  const keys = new Map();
+  for (const line of text.split("\n")) {
+    if (line.trim() === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf("  # ");
+    if (at < 0) throw new Error(`glue-imports.allow: no reason given ("  # why") on: ${line}`);
+    keys.set(line.slice(0, at).trim(), line.slice(at + 4).trim());
+  }
+  return keys;
+}
+
+const found = uncaughtImports(glue);
+if (process.argv.includes("--print")) {
+  console.log([...found].sort().join("\n"));
+  process.exit(0);
+}
+const list = allowed(readFileSync(join(root, "scripts", "glue-imports.allow"), "utf8"));
+const unreviewed = [...found].filter((k) => !list.has(k)).sort();
+const gone = [...list.keys()].filter((k) => !found.has(k));
+if (gone.length > 0) console.log(`[build] no longer imported (remove from the list): \n  ${gone.join("\n  ")}`);
+if (unreviewed.length > 0) {
+  console.error(
+    `[build] imports without catch that nobody reviewed (a JS exception in one crosses the wasm frames; ` +
+      `bind it with catch, see crates/outbox-idb/src/js.rs, or add it to scripts/glue-imports.allow with why it cannot throw):\n  ` +
+      unreviewed.join("\n  "),
+  );
+  process.exit(1);
+}
+console.log(`[build] imports without catch: ${found.size}, each reviewed in scripts/glue-imports.allow`);
