@@ -56,7 +56,7 @@ pub mod tab;
 pub mod time;
 
 pub use codec::{decode, encode, DecodeError, Stored, Undecodable};
-pub use flush::{Draws, Flush, FlushOptions, FlushReport, Outstanding, Request, SendOp, Token};
+pub use flush::{Draws, Flush, FlushOptions, FlushReport, Outstanding, Request, SendOp, SharedOutstanding, Token};
 pub use outcome::Outcome;
 pub use plan::{ReplaceOutcome, ReplacePlan, Scope};
 pub use row::{Kind, Row, RowState, Ticket};

@@ -257,8 +257,10 @@ impl Outbox {
                 .store
                 .transact(&scopes, Durability::Default, |cur| {
                     let p = pred.as_deref().and_then(|p| find(cur, p));
-                    let out = inner.outstanding.borrow();
-                    let cp = plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, &out).ok()?;
+                    let planned = inner
+                        .outstanding
+                        .with(|out| plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out));
+                    let cp = planned.ok()?;
                     ticket = Some(cp.ticket);
                     Some(cp.plan)
                 })
@@ -300,7 +302,7 @@ impl Outbox {
             opts.backoff = inner.backoff;
             opts.has_prepare = ports.prepare_successor.is_some();
             opts.has_find = ports.find_create_receipt.is_some();
-            let flush = Flush::for_answer(opts, row, ticket, outcome, &mut inner.outstanding.borrow_mut());
+            let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
             let report = drive(&inner, flush, &ports).await.map_err(|f| f.error)?;
             Ok(JsValue::from_str(if report.applied > 0 { "applied" } else { "not-mine" }))
         })

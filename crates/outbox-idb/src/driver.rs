@@ -116,7 +116,7 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
     let id = flush.id();
     let flush = Rc::new(RefCell::new(flush));
     let result = run(inner, &flush, ports).await;
-    inner.outstanding.borrow_mut().end(id);
+    inner.outstanding.with(|o| o.end(id));
     let report = flush.borrow().report().clone();
     match result {
         Ok(()) => Ok(report),
@@ -211,7 +211,7 @@ async fn write_together(
     };
     let before = written(&flush);
     for ((token, _), result) in writes.iter().zip(results) {
-        flush.borrow_mut().handle_written(*token, result, &mut inner.outstanding.borrow_mut());
+        inner.outstanding.with(|o| flush.borrow_mut().handle_written(*token, result, o));
     }
     // Conflict successors and blocked rows count when they are written (§12).
     let after = written(&flush);
@@ -257,17 +257,12 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     match req {
         Request::ReadOwner { token, owner } => {
             let rows = inner.store.read_owner(&owner).await?;
-            flush.borrow_mut().handle_rows(
-                token,
-                &rows,
-                inner.now(),
-                &mut &*inner,
-                &mut inner.outstanding.borrow_mut(),
-            );
+            let now = inner.now();
+            inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
         }
         Request::ReadIds { token, owner } => {
             let ids = inner.store.read_owner_ids(&owner).await?;
-            flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, &mut inner.outstanding.borrow_mut());
+            inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
         }
         // `run` gathers writes for its one transaction at a time; a write handed here
         // alone still goes the same way.
@@ -293,7 +288,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             };
             // The tab's counters follow each answer (§12), not only the end of the flush.
             inner.counters.borrow_mut().record(&outcome);
-            flush.borrow_mut().handle_sent(token, outcome, &mut inner.outstanding.borrow_mut());
+            inner.outstanding.with(|o| flush.borrow_mut().handle_sent(token, outcome, o));
         }
         Request::Prepare { token, intent, predecessor, receipt } => {
             let result = match &ports.prepare_successor {
@@ -314,7 +309,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 }
                 None => Err("no prepareSuccessor".to_owned()),
             };
-            flush.borrow_mut().handle_prepared(token, result, &mut inner.outstanding.borrow_mut());
+            inner.outstanding.with(|o| flush.borrow_mut().handle_prepared(token, result, o));
         }
         Request::FindReceipt { token, owner, operation_id } => {
             let result = match &ports.find_create_receipt {
@@ -330,7 +325,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 }
                 None => Ok(None),
             };
-            flush.borrow_mut().handle_found(token, result, &mut inner.outstanding.borrow_mut());
+            inner.outstanding.with(|o| flush.borrow_mut().handle_found(token, result, o));
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use crate::notify::Notifier;
 use js_sys::{Function, Reflect};
 use outbox_core::metrics::Counters;
 use outbox_core::retry::Backoff;
-use outbox_core::{Draws, Millis, Outstanding, Tab};
+use outbox_core::{Draws, Millis, SharedOutstanding, Tab};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -139,7 +139,7 @@ pub struct Inner {
     pub counters: RefCell<Counters>,
     /// What this tab's flushes have outstanding (SPEC §8: one attempt of a row, and one row
     /// of a target, at a time in a tab, across overlapping flushes).
-    pub outstanding: RefCell<Outstanding>,
+    pub outstanding: SharedOutstanding,
     pub notifier: Notifier,
     /// The owners whose turn this tab's flushes hold (`turn.rs`).
     pub turns: crate::turn::Held,
@@ -160,7 +160,7 @@ impl Inner {
             concurrency: opts.concurrency,
             turn_wait_ms: opts.turn_wait_ms,
             counters: RefCell::new(Counters::default()),
-            outstanding: RefCell::new(Outstanding::new()),
+            outstanding: SharedOutstanding::default(),
             notifier,
             turns: Default::default(),
             now: opts.now,

@@ -166,7 +166,7 @@ impl Outbox {
             let until_deadline = opts.deadline.map(|d| d.0.saturating_sub(inner.now().0) as f64);
             let _turn = crate::turn::take(&inner, &opts.owner, until_deadline).await;
             inner.check_open()?;
-            let flush = Flush::new(opts, &mut inner.outstanding.borrow_mut());
+            let flush = inner.outstanding.with(|o| Flush::new(opts, o));
             // A failure part way rejects with the report so far (`error.report`): the
             // receipts of answers already applied are not lost with it.
             let report = drive(&inner, flush, &ports).await?;

@@ -52,7 +52,7 @@ mod spread;
 mod task;
 mod tasks;
 
-pub use outstanding::{FlushId, Outstanding};
+pub use outstanding::{FlushId, Outstanding, SharedOutstanding};
 pub use report::{FlushReport, ReceiptReport};
 pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
 

@@ -15,6 +15,7 @@
 //! The lease still lets other tabs take over a tab that died or froze: this record lives
 //! only as long as the tab's memory.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// Identifies one flush among the flushes of a tab.
@@ -97,9 +98,61 @@ impl Outstanding {
     }
 }
 
+/// A tab's [`Outstanding`] as its flushes share it, which a panic (a bug) inside one use
+/// cannot leave unusable. In wasm a panic aborts: nothing unwinds, so a `RefCell` borrowed
+/// at that moment stays borrowed for good, and every later flush of the tab would fail. Here
+/// each use takes the value out and puts it back; after a use that never came back, the
+/// next one starts from nothing (what the flushes held is forgotten, as if the tab had
+/// reloaded; leases still guard every row) with flush ids that go on from the last.
+#[derive(Debug, Default)]
+pub struct SharedOutstanding {
+    cell: RefCell<Outstanding>,
+    /// The id after the last use that came back.
+    next: Cell<FlushId>,
+}
+
+impl SharedOutstanding {
+    /// Runs `f` on the tab's [`Outstanding`]. `f` must not use this one again (it would
+    /// see an empty one).
+    pub fn with<R>(&self, f: impl FnOnce(&mut Outstanding) -> R) -> R {
+        let mut out = self.cell.take();
+        if out.next < self.next.get() {
+            out = Outstanding { next: self.next.get(), held: HashMap::new() };
+        }
+        let r = f(&mut out);
+        self.next.set(out.next);
+        self.cell.replace(out);
+        r
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_use_that_never_comes_back_leaves_the_shared_record_usable() {
+        let shared = SharedOutstanding::default();
+        let first = shared.with(|o| {
+            let f = o.begin();
+            o.reserve(f, "alice", "w:1").unwrap();
+            f
+        });
+        assert!(shared.with(|o| o.holds("alice", "w:1")));
+        let hurt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            shared.with(|o| {
+                o.begin();
+                panic!("a bug in a flush");
+            })
+        }));
+        assert!(hurt.is_err());
+        let after = shared.with(|o| {
+            assert!(o.is_empty(), "what the flushes held is forgotten");
+            o.begin()
+        });
+        assert!(after > first, "flush ids go on: {after} after {first}");
+        shared.with(|o| o.reserve(after, "alice", "w:1")).unwrap();
+    }
 
     #[test]
     fn a_record_is_held_by_one_flush_at_a_time() {
