@@ -107,12 +107,37 @@ Outbox.open = function open(options) {
   return init().then(() => openOutbox.call(Outbox, options));
 };
 
-// `free()` (which `using` calls through `Symbol.dispose`) closes the outbox and keeps the
-// object: later calls fail with `CLOSED`, as after `close()`. The glue's own `free()` gave
-// the memory back at once, and every later call threw an uncoded "null pointer passed to
-// rust". The memory goes when the object is collected (the glue's FinalizationRegistry).
+// `free()` (which `using` calls through `Symbol.dispose`) lets go of this handle, as the
+// glue's own does: calls still running finish (they hold the outbox), and the database and
+// channel close when the last of them ends. Later calls on the handle fail with a coded
+// `CLOSED` (rejected promises; `subscribe` and the getters throw; `close()` and `free()`
+// do nothing) instead of the glue's uncoded "null pointer passed to rust".
+const glueFree = Outbox.prototype.free;
+const freed = () => outboxError("CLOSED", "tab-outbox: this Outbox was freed (free() or `using`); open a new one");
+for (const name of Object.getOwnPropertyNames(Outbox.prototype)) {
+  const d = Object.getOwnPropertyDescriptor(Outbox.prototype, name);
+  if (name === "constructor" || name === "free") continue;
+  if (d.get) {
+    const get = d.get;
+    Object.defineProperty(Outbox.prototype, name, {
+      ...d,
+      get() {
+        if (this.__wbg_ptr === 0) throw freed();
+        return get.call(this);
+      },
+    });
+  } else if (typeof d.value === "function") {
+    const method = d.value;
+    Outbox.prototype[name] = function (...args) {
+      if (this.__wbg_ptr !== 0) return method.apply(this, args);
+      if (name === "close" || typeof name === "symbol") return undefined;
+      if (name === "subscribe") throw freed();
+      return Promise.reject(freed());
+    };
+  }
+}
 Outbox.prototype.free = function free() {
-  if (this.__wbg_ptr !== 0) this.close();
+  if (this.__wbg_ptr !== 0) glueFree.call(this);
 };
 if (Symbol.dispose) Outbox.prototype[Symbol.dispose] = Outbox.prototype.free;
 

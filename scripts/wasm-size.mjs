@@ -44,12 +44,17 @@
 // the intrinsic `getTime`, no Debug formatting of JS values, catch-bound console calls,
 // containers judged by their length before their items are walked, byte digests in 64 KB
 // chunks, last-change notes capped, `patch` keeping a field named `__proto__`.
+// 180,300 → 180,800 (+0.5 KB, to 180,695): what a review of those found — a native promise
+// followed by the intrinsic `then` (WebKit left the promise pending when a `constructor`
+// getter threw in its resolve job), only brand-checked ArrayBuffers digested, a panic
+// inside a flush no longer leaving the tab's record of its flushes borrowed for good
+// (SharedOutstanding), clearer messages for ill-formed ids.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 180_300;
+const BUDGET_GZIP_BYTES = 180_800;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -85,19 +85,36 @@ test("hostile input gets a coded error and the module keeps working", async () =
   await assert.rejects(outbox.rows("alice"), { code: "CLOSED" });
 });
 
-test("free() and Symbol.dispose (what `using` calls) close the outbox: later calls fail with CLOSED, coded", async () => {
-  const outbox = await Outbox.open({ dbName: dbName() });
+test("free() and Symbol.dispose (what `using` calls) let go of the handle: a running flush finishes, later calls fail with CLOSED, coded", async () => {
+  const name = dbName();
+  const outbox = await Outbox.open({ dbName: name });
   await outbox.enqueue({ owner: "alice", kind: "update", target: "w:1", body: { n: 1 } });
+  let sending;
+  const sendStarted = new Promise((started) => (sending = started));
+  let answer;
+  const answered = new Promise((done) => (answer = done));
+  const flushing = outbox.flush({
+    owner: "alice",
+    send: async () => {
+      sending();
+      await answered;
+      return { type: "success", receipt: {} };
+    },
+  });
+  await sendStarted;
   outbox.free();
   outbox.free();
   outbox[Symbol.dispose]?.();
   outbox.close();
   await assert.rejects(outbox.rows("alice"), { code: "CLOSED" });
   await assert.rejects(outbox.enqueue({ owner: "alice", kind: "delete", target: "w:1" }), { code: "CLOSED" });
-  await assert.rejects(outbox.flush({ owner: "alice", send: async () => ({ type: "success", receipt: {} }) }), { code: "CLOSED" });
-  const again = await Outbox.open({ dbName: outbox.dbName });
+  assert.throws(() => outbox.subscribe(() => {}), { code: "CLOSED" });
+  assert.throws(() => outbox.dbName, { code: "CLOSED" });
+  answer();
+  assert.equal((await flushing).succeeded, 1, "the flush running at free() finished");
+  const again = await Outbox.open({ dbName: name });
   try {
-    assert.equal((await again.rows("alice")).length, 1, "nothing lost by free()");
+    assert.deepEqual(await again.rows("alice"), [], "its answer was applied");
   } finally {
     again.close();
   }

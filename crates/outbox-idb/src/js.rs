@@ -8,7 +8,7 @@
 //! through a `js_sys` function that already returns one (`Reflect`, `Function::call*`);
 //! `instanceof` checks (`dyn_ref`, `is_instance_of`) are caught by wasm-bindgen's glue.
 
-use js_sys::{Array, JsString, Promise, Reflect, Uint8Array};
+use js_sys::{Array, Function, JsString, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -35,8 +35,22 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
     pub fn console_warn_text(message: &str) -> Result<(), JsValue>;
 
-    /// `Date.prototype.getTime` as it was at start, called on `this` (`final`): a Date's own
-    /// `getTime` is never looked up; anything but a Date throws, caught.
+    /// `Date.prototype.getTime` called on `this` (`final`): a Date's own `getTime` is never
+    /// looked up; anything but a Date throws, caught.
+    #[wasm_bindgen(js_name = Promise)]
+    type PromiseValue;
+    /// `Promise.prototype.then` called on `this` (`final`: never an own `then`); throws,
+    /// caught, for anything but a promise, or when its species lookup throws.
+    #[wasm_bindgen(catch, method, final, js_class = "Promise", js_name = then)]
+    fn intrinsic_then(this: &PromiseValue, ok: &Function, err: &Function) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_name = ArrayBuffer)]
+    type BufferValue;
+    /// The intrinsic `byteLength` getter: throws, caught, for anything but an ArrayBuffer
+    /// (a brand check no prototype or Proxy can pass).
+    #[wasm_bindgen(catch, method, final, getter, js_class = "ArrayBuffer", js_name = byteLength)]
+    fn intrinsic_byte_length(this: &BufferValue) -> Result<f64, JsValue>;
+
     #[wasm_bindgen(js_name = Date)]
     type DateValue;
     #[wasm_bindgen(catch, method, final, js_class = "Date", js_name = getTime)]
@@ -63,20 +77,33 @@ pub fn date_time(v: &JsValue) -> f64 {
     v.unchecked_ref::<DateValue>().get_time().unwrap_or(f64::NAN)
 }
 
-/// A promise of this library's, resolved with `v` (the app's result, a promise or not).
-/// `JsFuture` calls `then` on what it awaits: on the app's own promise that `then` could
-/// be anything; resolving ours with it runs it in a job of its own, where a throw rejects.
+/// A promise of this library's that settles as `v` does (the app's result, a promise or
+/// not). `JsFuture` calls `then` on what it awaits: on the app's own promise that `then`
+/// could be anything. A native promise is chained here by the intrinsic `then`: a throwing
+/// `constructor` getter or species fails now, in this call (resolving a promise with it
+/// would run that lookup in a job, and WebKit leaves the promise pending when it throws
+/// there). Anything else resolves ours: a thenable's `then` runs in a job, where a throw
+/// rejects.
 pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
-    let mut resolve = None;
-    let promise = Promise::new(&mut |res, _| resolve = Some(res));
-    if let Some(resolve) = resolve {
+    let mut settle = None;
+    let promise = Promise::new(&mut |res, rej| settle = Some((res, rej)));
+    let Some((resolve, reject)) = settle else { return Ok(promise) };
+    if v.is_instance_of::<Promise>() {
+        v.unchecked_ref::<PromiseValue>().intrinsic_then(&resolve, &reject)?;
+    } else {
         resolve.call1(&JsValue::NULL, v)?;
     }
     Ok(promise)
 }
 
+/// Whether `v` is a real ArrayBuffer (not one by prototype only), and its length.
+pub fn buffer_length(v: &JsValue) -> Option<f64> {
+    v.unchecked_ref::<BufferValue>().intrinsic_byte_length().ok()
+}
+
 /// `new Uint8Array(buffer, offset, length)` (the whole buffer without `at`): throws for a
-/// detached buffer.
+/// detached buffer. `buffer` must have passed [`buffer_length`]: given anything else, the
+/// constructor reads it as an array-like, `length` items long.
 pub fn bytes(buffer: &JsValue, at: Option<(f64, f64)>) -> Result<Uint8Array, JsValue> {
     let (offset, length) = at.map_or((JsValue::UNDEFINED, JsValue::UNDEFINED), |(o, l)| (o.into(), l.into()));
     Bytes::new(buffer, &offset, &length).map(JsCast::unchecked_into)

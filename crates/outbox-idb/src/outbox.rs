@@ -49,12 +49,14 @@ fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Prom
 
 /// Reads a required owner argument.
 pub(crate) fn owner_arg(v: &JsValue) -> Result<String> {
-    crate::js::exact_string(v).ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string"))
+    crate::js::exact_string(v)
+        .ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string, well-formed (no lone surrogate)"))
 }
 
 /// Reads a required row id argument.
 pub(crate) fn id_arg(v: &JsValue) -> Result<String> {
-    crate::js::exact_string(v).ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string"))
+    crate::js::exact_string(v)
+        .ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string, well-formed (no lone surrogate)"))
 }
 
 impl Outbox {

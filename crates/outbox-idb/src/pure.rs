@@ -96,8 +96,8 @@ pub fn select_sendable_js(
     let given = crate::js::items(&rows, crate::convert::MAX_NODES as u32)
         .map_err(|what| OutboxError::invalid(format!("`rows`{what}")))?
         .ok_or_else(|| OutboxError::invalid("`rows` must be an array"))?;
-    let tab_id =
-        crate::js::exact_string(&tab_id).ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string"))?;
+    let tab_id = crate::js::exact_string(&tab_id)
+        .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)"))?;
     let now = Millis(number(&now, "now")? as i64);
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this
     // version does not know is fine (SPEC §3 rule 2). The picked rows are the app's own objects.

@@ -114,15 +114,28 @@ pub struct SharedOutstanding {
 impl SharedOutstanding {
     /// Runs `f` on the tab's [`Outstanding`]. `f` must not use this one again (it would
     /// see an empty one).
+    #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&mut Outstanding) -> R) -> R {
-        let mut out = self.cell.take();
-        if out.next < self.next.get() {
-            out = Outstanding { next: self.next.get(), held: HashMap::new() };
-        }
+        let mut out = self.take();
         let r = f(&mut out);
+        self.put_back(out);
+        r
+    }
+
+    // Out of line: `with` is built once per caller, these once.
+    #[inline(never)]
+    fn take(&self) -> Outstanding {
+        let out = self.cell.take();
+        if out.next < self.next.get() {
+            return Outstanding { next: self.next.get(), held: HashMap::new() };
+        }
+        out
+    }
+
+    #[inline(never)]
+    fn put_back(&self, out: Outstanding) {
         self.next.set(out.next);
         self.cell.replace(out);
-        r
     }
 }
 

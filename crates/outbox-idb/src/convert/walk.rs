@@ -512,14 +512,16 @@ fn bytes_digest(v: &JsValue, view: Option<&JsValue>, stored: bool) -> String {
     if !stored {
         return String::new();
     }
+    // Only a real ArrayBuffer (brand-checked) is read: an object that merely has its
+    // prototype would be read as an array-like of any `length`.
+    let real = |b: &JsValue| crate::js::buffer_length(b).is_some();
     let bytes = match view {
-        None => crate::js::bytes(v, None),
+        None if real(v) => crate::js::bytes(v, None),
+        None => Ok(js_sys::Uint8Array::new_with_length(0)),
         Some(view) => {
             let get = |k: &str| Reflect::get(view, &k.into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0);
             match Reflect::get(view, &"buffer".into()) {
-                Ok(b) if b.dyn_ref::<ArrayBuffer>().is_some() => {
-                    crate::js::bytes(&b, Some((get("byteOffset"), get("byteLength"))))
-                }
+                Ok(b) if real(&b) => crate::js::bytes(&b, Some((get("byteOffset"), get("byteLength")))),
                 _ => Ok(js_sys::Uint8Array::new_with_length(0)),
             }
         }
@@ -528,7 +530,7 @@ fn bytes_digest(v: &JsValue, view: Option<&JsValue>, stored: bool) -> String {
     const CHUNK: u32 = 1 << 16;
     let (len, mut chunk, mut hash) = (bytes.length(), vec![0u8; 0], FNV_START);
     for at in (0..len).step_by(CHUNK as usize) {
-        let part = bytes.subarray(at, len.min(at + CHUNK));
+        let part = bytes.subarray(at, len.min(at.saturating_add(CHUNK)));
         chunk.resize(part.length() as usize, 0);
         part.copy_to(&mut chunk);
         hash = fnv_from(hash, &chunk);

@@ -128,10 +128,11 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
 /// A shallow copy of `current` with `set` over it, made by `Object.fromEntries`, which
 /// defines each field: assigned (`Object.assign`), a field named `__proto__` would change
 /// the copy's prototype instead and be lost.
-fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> JsValue {
-    let fields = crate::js::entries(current).unwrap_or_default();
-    let fields = fields.concat(&crate::js::entries(&to_js(set)).unwrap_or_default());
-    Object::from_entries(&fields).map_or(JsValue::UNDEFINED, JsValue::from)
+/// It cannot fail for a record IndexedDB gave (a structured clone: no getter, no Proxy);
+/// if it did, the write fails rather than storing a record with fields missing.
+fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> std::result::Result<JsValue, JsValue> {
+    let fields = crate::js::entries(current)?.concat(&crate::js::entries(&to_js(set))?);
+    Object::from_entries(&fields).map(JsValue::from)
 }
 
 /// Refuses, before anything is issued, the writes IndexedDB would certainly refuse: a store
@@ -213,14 +214,14 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
             RecordWrite::Patch { key, set, .. } => {
                 let (key, current) = landing(&store, key).await.map_err(fail)?;
                 if current.is_object() && moved_to(&current).is_none() {
-                    put(&store, &merged(&current, set), (!inline).then_some(&key)).map_err(fail)?;
+                    put(&store, &merged(&current, set).map_err(fail)?, (!inline).then_some(&key)).map_err(fail)?;
                     changed.push((name.to_owned(), to_js(&key)));
                 }
             }
             RecordWrite::Rekey { from, to, set, .. } => {
                 let (from, current) = landing(&store, from).await.map_err(fail)?;
                 if current.is_object() && moved_to(&current).is_none() {
-                    let moved = merged(&current, set);
+                    let moved = merged(&current, set).map_err(fail)?;
                     if inline {
                         set_key_js(&moved, &path, to).map_err(fail)?;
                     }
