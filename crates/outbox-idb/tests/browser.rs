@@ -623,3 +623,21 @@ async fn permanent_failures_count_the_rows_a_flush_blocked() {
     assert_eq!(m["permanentFailures"], 2, "{m}");
     assert_eq!(m["byState"]["blocked"], 2, "{m}");
 }
+
+/// §12: an `ack()` of a permanent answer by the claim's own tab quarantines the row, and
+/// counts it.
+#[wasm_bindgen_test]
+async fn an_ack_of_a_permanent_answer_counts_a_permanent_failure() {
+    let db = db_name("metrics-ack-permanent");
+    let a = open(&db, "tab-a").await;
+    let row = ok(
+        a.enqueue(obj(json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {}})), JsValue::UNDEFINED)
+    )
+    .await;
+    let id = row["id"].as_str().unwrap().to_owned();
+    let ticket = ok(a.claim("alice".into(), id.clone().into())).await;
+    let permanent = obj(json!({"type": "permanent", "code": "INVALID"}));
+    assert_eq!(ok(a.ack("alice".into(), id.into(), to_js(&ticket), permanent, JsValue::UNDEFINED)).await, "applied");
+    let m = ok(a.metrics("alice".into())).await;
+    assert_eq!((m["permanentFailures"].clone(), m["byState"]["blocked"].clone()), (json!(1), json!(1)), "{m}");
+}

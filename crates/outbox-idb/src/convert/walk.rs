@@ -311,6 +311,9 @@ impl Walker {
 
     fn classify(&self, v: &JsValue) -> Node {
         let foreign = |what: &str, marker: String| Node::Foreign(Foreign { what: what.to_owned(), marker });
+        // Digests only for stored values: the app's are refused whatever their marker (and
+        // a BigInt of a million digits takes seconds to write out).
+        let stored = self.mode == Mode::Stored;
         // The kinds JSON holds first, each by a check that builds no string (`typeof` does).
         if let Some(n) = v.as_f64() {
             return match n {
@@ -323,7 +326,10 @@ impl Walker {
         if let Some(s) = v.as_string() {
             return match checked(s, v) {
                 Some(s) => Node::Leaf(Value::String(s)),
-                None => foreign("a string with an unpaired surrogate", format!("String:{:016x}", utf16_digest(v))),
+                None => foreign(
+                    "a string with an unpaired surrogate",
+                    if stored { format!("String:{:016x}", utf16_digest(v)) } else { String::new() },
+                ),
             };
         }
         if let Some(b) = v.as_bool() {
@@ -346,7 +352,7 @@ impl Walker {
             };
         }
         match v.js_typeof().as_string().as_deref() {
-            Some("bigint") => foreign("a BigInt", format!("BigInt:{}", text(v))),
+            Some("bigint") => foreign("a BigInt", if stored { format!("BigInt:{}", text(v)) } else { String::new() }),
             Some("symbol") => foreign("a symbol", "Symbol".into()),
             Some("function") => foreign("a function", "Function".into()),
             // `undefined`, and what claims to be (`document.all`).
