@@ -1,13 +1,14 @@
 //! The outbox commands besides `flush` (SPEC §15). Each one is a read and/or one replace
 //! transaction planned by `outbox_core`; bad arguments fail before anything is written.
 
+use crate::args::{id_arg, owner_arg};
 use crate::convert::{fields_from_js, from_js, outcome_from_js, row_to_js, to_js, unsendable_reason};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
 use crate::idb::store::{Planner, RecordPort};
 use crate::idb::Durability;
-use crate::outbox::{id_arg, owner_arg, promise, Outbox};
+use crate::outbox::{promise, Outbox};
 use js_sys::{Array, Promise};
 use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
 use outbox_core::claim::plan_app_claim;

@@ -11,7 +11,9 @@
 //!
 //! Objects go out as plain objects (not `Map`s), so that IndexedDB key paths work.
 
+mod foreign;
 mod kept;
+mod path;
 mod walk;
 
 use crate::error::{OutboxError, Result};

@@ -83,12 +83,12 @@ impl Options {
         if !v.is_object() {
             return Err(OutboxError::invalid("Outbox.open needs an options object with `dbName`"));
         }
-        let db_name = crate::js::exact_string(&get(v, "dbName")).ok_or_else(|| {
+        let db_name = crate::args::exact_string(&get(v, "dbName")).ok_or_else(|| {
             OutboxError::invalid("`dbName` must be a non-empty string, well-formed (no lone surrogate)")
         })?;
         let tab_id = match get(v, "tabId") {
             t if t.is_undefined() || t.is_null() => None,
-            t => Some(crate::js::exact_string(&t).ok_or_else(|| {
+            t => Some(crate::args::exact_string(&t).ok_or_else(|| {
                 OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)")
             })?),
         };

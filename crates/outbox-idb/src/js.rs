@@ -8,7 +8,7 @@
 //! through a `js_sys` function that already returns one (`Reflect`, `Function::call*`);
 //! `instanceof` checks (`dyn_ref`, `is_instance_of`) are caught by wasm-bindgen's glue.
 
-use js_sys::{Array, Function, JsString, Promise, Reflect, Uint8Array};
+use js_sys::{Array, Function, JsString, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -107,31 +107,4 @@ pub fn buffer_length(v: &JsValue) -> Option<f64> {
 pub fn bytes(buffer: &JsValue, at: Option<(f64, f64)>) -> Result<Uint8Array, JsValue> {
     let (offset, length) = at.map_or((JsValue::UNDEFINED, JsValue::UNDEFINED), |(o, l)| (o.into(), l.into()));
     Bytes::new(buffer, &offset, &length).map(JsCast::unchecked_into)
-}
-
-/// The items of an array the app gives (`Array.isArray`, then each index read alone, at
-/// most `max`): `Ok(None)` if it is no array.
-///
-/// # Errors
-/// What is wrong, as the end of a sentence about the array: "cannot be read", "[3] cannot
-/// be read", "holds more than 1000000 items".
-pub fn items(v: &JsValue, max: u32) -> Result<Option<Vec<JsValue>>, String> {
-    let unreadable = |_| " cannot be read".to_owned();
-    if !is_array(v).map_err(unreadable)? {
-        return Ok(None);
-    }
-    let len = Reflect::get(v, &"length".into()).map_err(unreadable)?.as_f64().unwrap_or(0.0);
-    if len > f64::from(max) {
-        return Err(format!(" holds more than {max} items"));
-    }
-    let read = |i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"));
-    (0..len as u32).map(read).collect::<Result<_, _>>().map(Some)
-}
-
-/// A non-empty string that converts exactly: one with a lone surrogate would become
-/// another string (U+FFFD in its place), and so name another owner's rows (§11), another
-/// tab or another database.
-pub fn exact_string(v: &JsValue) -> Option<String> {
-    let s = v.as_string().filter(|s| !s.is_empty())?;
-    v.unchecked_ref::<JsString>().is_valid_utf16().then_some(s)
 }

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::large_enum_variant)]
 
+mod args;
 mod commands;
 pub mod convert;
 mod driver;

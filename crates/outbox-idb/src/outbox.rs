@@ -47,18 +47,6 @@ fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Prom
     crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
 }
 
-/// Reads a required owner argument.
-pub(crate) fn owner_arg(v: &JsValue) -> Result<String> {
-    crate::js::exact_string(v)
-        .ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string, well-formed (no lone surrogate)"))
-}
-
-/// Reads a required row id argument.
-pub(crate) fn id_arg(v: &JsValue) -> Result<String> {
-    crate::js::exact_string(v)
-        .ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string, well-formed (no lone surrogate)"))
-}
-
 impl Outbox {
     /// `Outbox.open` for Rust callers (the tests).
     ///
@@ -131,7 +119,7 @@ impl Outbox {
         let inner = self.inner.clone();
         promise_rejecting(async move {
             inner.check_open()?;
-            let owner = owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
+            let owner = crate::args::owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
             let ports = Ports::parse(&options, true)?;
             let mut opts = FlushOptions::new(owner, inner.tab.clone());
             opts.backoff = inner.backoff;

@@ -93,10 +93,10 @@ pub fn select_sendable_js(
     #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
-    let given = crate::js::items(&rows, crate::convert::MAX_NODES as u32)
+    let given = crate::args::items(&rows, crate::convert::MAX_NODES as u32)
         .map_err(|what| OutboxError::invalid(format!("`rows`{what}")))?
         .ok_or_else(|| OutboxError::invalid("`rows` must be an array"))?;
-    let tab_id = crate::js::exact_string(&tab_id)
+    let tab_id = crate::args::exact_string(&tab_id)
         .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)"))?;
     let now = Millis(number(&now, "now")? as i64);
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this

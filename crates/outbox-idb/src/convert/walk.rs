@@ -9,8 +9,12 @@
 //! it finds that JSON cannot hold is refused ([`Mode::App`]) or kept aside as an opaque
 //! marker with the original value ([`Mode::Stored`]).
 
+pub(super) use super::foreign::{as_marker, marker};
+use super::foreign::{describe, fnv, reserved_key, text, utf16_digest, Foreign};
+use super::path::short_path;
+pub(super) use super::path::{path_string, Seg};
 use crate::js::{is_array, own_keys, prototype_of};
-use js_sys::{ArrayBuffer, Function, JsString, Object, Reflect};
+use js_sys::{JsString, Object, Reflect};
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -29,52 +33,6 @@ pub const OPAQUE_KEY: &str = "$outboxOpaque";
 thread_local! {
     /// This realm's `Object.prototype` (it cannot be replaced).
     static OBJECT_PROTOTYPE: JsValue = Object::get_prototype_of(&Object::new()).into();
-}
-
-/// One step of a path: an object key or an array index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Seg {
-    /// `.key` or `["key"]`.
-    Key(String),
-    /// `[i]`.
-    Index(u32),
-}
-
-/// A path as the app writes it in JS: `body.list[2]["a b"]`.
-#[must_use]
-pub fn path_string(segs: &[Seg]) -> String {
-    let mut s = String::new();
-    for (i, seg) in segs.iter().enumerate() {
-        match seg {
-            Seg::Key(k) if is_identifier(k) => {
-                if i > 0 {
-                    s.push('.');
-                }
-                s.push_str(k);
-            }
-            Seg::Key(k) => {
-                s.push('[');
-                s.push_str(&serde_json::to_string(k).unwrap_or_default());
-                s.push(']');
-            }
-            Seg::Index(n) => s.push_str(&format!("[{n}]")),
-        }
-    }
-    s
-}
-
-/// A long path, shortened for a message.
-fn short_path(segs: &[Seg]) -> String {
-    if segs.len() <= 12 {
-        return path_string(segs);
-    }
-    format!("{}…{}", path_string(&segs[..6]), path_string(&segs[segs.len() - 3..]))
-}
-
-fn is_identifier(k: &str) -> bool {
-    let mut chars = k.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
 /// What to do with a value JSON cannot hold.
@@ -106,12 +64,6 @@ pub struct Refusal {
     pub path: String,
     /// What is wrong there, as the end of a sentence: "is a Date".
     pub problem: String,
-}
-
-/// A value JSON cannot hold, as classified: `what` for messages, `marker` for the JSON.
-struct Foreign {
-    what: String,
-    marker: String,
 }
 
 enum Node {
@@ -345,7 +297,7 @@ impl Walker {
                     Ok(p) if p.is_null() || p == self.object_proto || is_object_prototype(&p) => {
                         Node::Container { array: false }
                     }
-                    Ok(p) => Node::Foreign(self.describe(v, &p)),
+                    Ok(p) => Node::Foreign(describe(v, &p, &self.object_proto, stored)),
                     Err(_) => foreign("an object whose prototype cannot be read", "Unreadable".into()),
                 },
                 Err(_) => foreign("an object that cannot be read", "Unreadable".into()),
@@ -359,59 +311,6 @@ impl Walker {
             _ => foreign("undefined", "undefined".into()),
         }
     }
-
-    /// Names an object that is not a plain object and digests it cheaply and stably.
-    fn describe(&self, v: &JsValue, proto: &JsValue) -> Foreign {
-        let to_string: Option<Function> =
-            Reflect::get(&self.object_proto, &"toString".into()).ok().and_then(|f| f.dyn_into().ok());
-        let tag = to_string
-            .and_then(|f| f.call0(v).ok())
-            .and_then(|t| t.as_string())
-            .and_then(|t| t.strip_prefix("[object ").and_then(|t| t.strip_suffix(']')).map(str::to_owned))
-            .unwrap_or_else(|| "Object".into());
-        // The app's values are refused whatever their marker: only a stored one is digested
-        // (a marker can cost a copy of a whole buffer).
-        let stored = self.mode == Mode::Stored;
-        let prop = |k: &str| {
-            if stored {
-                Reflect::get(v, &k.into()).map(|p| text(&p)).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        let (what, marker) = match tag.as_str() {
-            "Date" => {
-                // The time as JavaScript writes it: for a Date (whole, below 2^53, or NaN) the
-                // digits Rust would write, without Rust's float formatting (14 KB of wasm).
-                let t = if stored { crate::js::date_time(v) } else { f64::NAN };
-                ("a Date".to_owned(), format!("Date:{}", text(&JsValue::from(t))))
-            }
-            "Blob" => ("a Blob".into(), format!("Blob:{}:{}", prop("size"), prop("type"))),
-            "File" => (
-                "a File".into(),
-                format!("File:{}:{}:{}:{}", prop("size"), prop("type"), prop("lastModified"), prop("name")),
-            ),
-            "Map" | "Set" => (article(&tag), format!("{tag}:{}", prop("size"))),
-            "ArrayBuffer" => ("an ArrayBuffer".into(), format!("ArrayBuffer:{}", bytes_digest(v, None, stored))),
-            _ if ArrayBuffer::is_view(v) => (article(&tag), format!("{tag}:{}", bytes_digest(v, Some(v), stored))),
-            "Object" => {
-                let name = Reflect::get(proto, &"constructor".into())
-                    .and_then(|c| Reflect::get(&c, &"name".into()))
-                    .ok()
-                    .and_then(|n| n.as_string())
-                    .filter(|n| !n.is_empty());
-                match name {
-                    Some(n) => (format!("an instance of class `{n}`"), format!("Object:{n}")),
-                    None => ("an object with a prototype of its own".into(), "Object".into()),
-                }
-            }
-            "RegExp" | "Number" | "String" | "Boolean" | "Error" if stored => {
-                (article(&tag), format!("{tag}:{}", text(v)))
-            }
-            _ => (article(&tag), tag.clone()),
-        };
-        Foreign { what, marker }
-    }
 }
 
 /// Whether `p` is the `Object.prototype` of another realm (a same-origin iframe or window,
@@ -424,26 +323,6 @@ fn is_object_prototype(p: &JsValue) -> bool {
         .filter(JsValue::is_function)
         .and_then(|c| Reflect::get(&c, &"prototype".into()).ok())
         .is_some_and(|cp| cp == *p)
-}
-
-fn reserved_key(digest: &str) -> Foreign {
-    Foreign { what: format!("an object using the reserved key `{OPAQUE_KEY}`"), marker: format!("Reserved{digest}") }
-}
-
-/// The marker standing for a kept value in the JSON.
-pub(super) fn marker(m: &str) -> Value {
-    let mut map = Map::new();
-    map.insert(OPAQUE_KEY.into(), Value::String(m.to_owned()));
-    Value::Object(map)
-}
-
-/// The marker string, if `v` is a marker.
-#[must_use]
-pub fn as_marker(v: &Value) -> Option<&str> {
-    match v.as_object() {
-        Some(m) if m.len() == 1 => m.get(OPAQUE_KEY).and_then(Value::as_str),
-        _ => None,
-    }
 }
 
 fn outer(a: Option<usize>, b: Option<usize>) -> Option<usize> {
@@ -482,64 +361,4 @@ fn checked(s: String, v: &JsValue) -> Option<String> {
     } else {
         None
     }
-}
-
-fn text(v: &JsValue) -> String {
-    crate::js::string(v).map(String::from).unwrap_or_default()
-}
-
-fn article(name: &str) -> String {
-    let vowel = name.chars().next().is_some_and(|c| "AEIOUaeiou".contains(c));
-    format!("{} {name}", if vowel { "an" } else { "a" })
-}
-
-/// FNV-1a: a stable digest for markers (not a security measure).
-fn fnv(bytes: &[u8]) -> u64 {
-    fnv_from(FNV_START, bytes)
-}
-
-const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a going on from `hash`.
-fn fnv_from(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-fn utf16_digest(v: &JsValue) -> u64 {
-    let units: Vec<u8> =
-        v.dyn_ref::<JsString>().map(|s| s.iter().flat_map(u16::to_le_bytes).collect()).unwrap_or_default();
-    fnv(&units)
-}
-
-/// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one;
-/// `detached` for a buffer given away (`postMessage`, `structuredClone` with `transfer`).
-/// Read in chunks: a large buffer is never copied whole into the module's memory.
-fn bytes_digest(v: &JsValue, view: Option<&JsValue>, stored: bool) -> String {
-    if !stored {
-        return String::new();
-    }
-    // Only a real ArrayBuffer (brand-checked) is read: an object that merely has its
-    // prototype would be read as an array-like of any `length`.
-    let real = |b: &JsValue| crate::js::buffer_length(b).is_some();
-    let bytes = match view {
-        None if real(v) => crate::js::bytes(v, None),
-        None => Ok(js_sys::Uint8Array::new_with_length(0)),
-        Some(view) => {
-            let get = |k: &str| Reflect::get(view, &k.into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0);
-            match Reflect::get(view, &"buffer".into()) {
-                Ok(b) if real(&b) => crate::js::bytes(&b, Some((get("byteOffset"), get("byteLength")))),
-                _ => Ok(js_sys::Uint8Array::new_with_length(0)),
-            }
-        }
-    };
-    let Ok(bytes) = bytes else { return "detached".into() };
-    const CHUNK: u32 = 1 << 16;
-    let (len, mut chunk, mut hash) = (bytes.length(), vec![0u8; 0], FNV_START);
-    for at in (0..len).step_by(CHUNK as usize) {
-        let part = bytes.subarray(at, len.min(at.saturating_add(CHUNK)));
-        chunk.resize(part.length() as usize, 0);
-        part.copy_to(&mut chunk);
-        hash = fnv_from(hash, &chunk);
-    }
-    format!("{len}:{hash:016x}")
 }

@@ -1,0 +1,48 @@
+//! Reading the app's arguments where a plain conversion would get them wrong: strings
+//! that must convert exactly (ids naming owners, rows, tabs and databases) and arrays read
+//! item by item with a bound.
+
+use crate::error::{OutboxError, Result};
+use crate::js::is_array;
+use js_sys::{JsString, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// Reads a required owner argument.
+pub fn owner_arg(v: &JsValue) -> Result<String> {
+    exact_string(v)
+        .ok_or_else(|| OutboxError::invalid("`owner` must be a non-empty string, well-formed (no lone surrogate)"))
+}
+
+/// Reads a required row id argument.
+pub fn id_arg(v: &JsValue) -> Result<String> {
+    exact_string(v)
+        .ok_or_else(|| OutboxError::invalid("`rowId` must be a non-empty string, well-formed (no lone surrogate)"))
+}
+
+/// A non-empty string that converts exactly: one with a lone surrogate would become
+/// another string (U+FFFD in its place), and so name another owner's rows (§11), another
+/// tab or another database.
+pub fn exact_string(v: &JsValue) -> Option<String> {
+    let s = v.as_string().filter(|s| !s.is_empty())?;
+    v.unchecked_ref::<JsString>().is_valid_utf16().then_some(s)
+}
+
+/// The items of an array the app gives (`Array.isArray`, then each index read alone, at
+/// most `max`): `Ok(None)` if it is no array.
+///
+/// # Errors
+/// What is wrong, as the end of a sentence about the array: "cannot be read", "[3] cannot
+/// be read", "holds more than 1000000 items".
+pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>, String> {
+    let unreadable = |_| " cannot be read".to_owned();
+    if !is_array(v).map_err(unreadable)? {
+        return Ok(None);
+    }
+    let len = Reflect::get(v, &"length".into()).map_err(unreadable)?.as_f64().unwrap_or(0.0);
+    if len > f64::from(max) {
+        return Err(format!(" holds more than {max} items"));
+    }
+    let read = |i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"));
+    (0..len as u32).map(read).collect::<std::result::Result<_, _>>().map(Some)
+}

@@ -1,0 +1,47 @@
+//! Where in a value: the paths messages name (`body.list[2]["a b"]`).
+
+/// One step of a path: an object key or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seg {
+    /// `.key` or `["key"]`.
+    Key(String),
+    /// `[i]`.
+    Index(u32),
+}
+
+/// A path as the app writes it in JS: `body.list[2]["a b"]`.
+#[must_use]
+pub fn path_string(segs: &[Seg]) -> String {
+    let mut s = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        match seg {
+            Seg::Key(k) if is_identifier(k) => {
+                if i > 0 {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Key(k) => {
+                s.push('[');
+                s.push_str(&serde_json::to_string(k).unwrap_or_default());
+                s.push(']');
+            }
+            Seg::Index(n) => s.push_str(&format!("[{n}]")),
+        }
+    }
+    s
+}
+
+/// A long path, shortened for a message.
+pub(super) fn short_path(segs: &[Seg]) -> String {
+    if segs.len() <= 12 {
+        return path_string(segs);
+    }
+    format!("{}…{}", path_string(&segs[..6]), path_string(&segs[segs.len() - 3..]))
+}
+
+fn is_identifier(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
