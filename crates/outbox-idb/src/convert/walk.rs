@@ -24,8 +24,12 @@ pub const MAX_APP_DEPTH: usize = 256;
 /// How deep a stored row is read before a subtree is kept opaque: above the app's limit
 /// plus the row around the body, so nothing this library wrote is ever opaque.
 pub const MAX_STORED_DEPTH: usize = MAX_APP_DEPTH + 16;
-/// Values visited by one walk.
+/// Values visited by one walk of a value the app gives.
 pub const MAX_NODES: usize = 1_000_000;
+/// Values visited by one walk of a stored row before the rest is kept opaque: the app's
+/// limit for each of the bodies a row can hold (its own, a merged edit's) plus the row
+/// around them, so nothing this library wrote is ever opaque.
+pub const MAX_STORED_NODES: usize = 2 * MAX_NODES + 1024;
 /// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
 /// the planner sees. Reserved: the app may not use it (it would read back as a marker).
 pub const OPAQUE_KEY: &str = "$outboxOpaque";
@@ -82,6 +86,7 @@ struct Walked {
 pub struct Walker {
     mode: Mode,
     max_depth: usize,
+    max_nodes: usize,
     path: Vec<Seg>,
     /// Objects on the current path → the length of the path at them (made at the first).
     open: Option<js_sys::Map>,
@@ -102,7 +107,11 @@ impl Walker {
             Mode::App => MAX_APP_DEPTH,
             Mode::Stored => MAX_STORED_DEPTH,
         };
-        Walker { mode, max_depth, path: root, open: None, nodes: 0, object_proto, kept: vec![] }
+        let max_nodes = match mode {
+            Mode::App => MAX_NODES,
+            Mode::Stored => MAX_STORED_NODES,
+        };
+        Walker { mode, max_depth, max_nodes, path: root, open: None, nodes: 0, object_proto, kept: vec![] }
     }
 
     /// The JSON of `v`.
@@ -129,8 +138,11 @@ impl Walker {
     /// Past the node budget, with `items` more to come (a container's length is checked
     /// before its items are read: a sparse array of length 2^32 − 1 costs nothing to store).
     fn too_large(&self, items: u32) -> Option<Foreign> {
-        (self.nodes.saturating_add(items as usize) > MAX_NODES).then(|| Foreign {
-            what: format!("part of a value with more than {MAX_NODES} parts (shared objects count once per use)"),
+        (self.nodes.saturating_add(items as usize) > self.max_nodes).then(|| Foreign {
+            what: format!(
+                "part of a value with more than {} parts (shared objects count once per use)",
+                self.max_nodes
+            ),
             marker: "Large".into(),
         })
     }
