@@ -49,6 +49,7 @@
 //!   themselves when they were enqueued, and nothing moves across the wall.
 
 use crate::accounts::in_scope;
+use crate::body_size;
 use crate::codec::{encode, refingerprint, Stored};
 use crate::fingerprint::fingerprint;
 use crate::inflight::in_flight;
@@ -150,7 +151,11 @@ pub fn plan_enqueue(
             if open && !flying(create) && !edits.iter().any(flying) {
                 let folded: Vec<&Row> = edits.iter().collect();
                 if folds_into_create(create, &folded, op) {
-                    return merge_into_create(base, create, &folded, op, reissue_id, scope_rows);
+                    let body = folded_body(create, &folded, op);
+                    // Folded, a body larger than a body may be is not: the edits stay rows.
+                    if body.as_ref().is_none_or(body_size::fits) {
+                        return merge_into_create(base, create, &folded, body, reissue_id, scope_rows);
+                    }
                 }
             }
         }
@@ -164,7 +169,15 @@ pub fn plan_enqueue(
         Kind::Update => absorbable.iter().rposition(|r| r.kind == Kind::Update && !mergeable(&r.body, &op.body)),
         Kind::Create | Kind::Delete => None,
     };
-    let (kept, removed) = absorbable.split_at(barrier.map_or(0, |i| i + 1));
+    let mut split = barrier.map_or(0, |i| i + 1);
+    let mut merged = (op.kind == Kind::Update).then(|| merged_update(&absorbable[split..], op));
+    if merged.as_ref().is_some_and(|b| !body_size::fits(b)) {
+        // Merged, the body would be larger than a body may be: nothing is absorbed, the new
+        // row waits after every row it would have absorbed.
+        split = absorbable.len();
+        merged = Some(merged_update(&[], op));
+    }
+    let (kept, removed) = absorbable.split_at(split);
 
     // The row the new one must wait for: the in-flight row sent last, else a create whose
     // outcome is unknown, else (an edit of `pending:X`) the create X, even if vanished. A
@@ -182,26 +195,33 @@ pub fn plan_enqueue(
             .or_else(|| target.strip_prefix(PENDING_PREFIX).filter(|_| op.kind != Kind::Create).map(str::to_owned)),
     };
 
-    let mut body = op.body.clone();
     let mut revision = op.revision.clone();
     if op.kind == Kind::Update {
-        let mut carried = Value::Object(Map::new());
         for r in removed {
-            match r.kind {
-                Kind::Update => carried = shallow_merge(&carried, &r.body),
-                _ => carried = Value::Object(Map::new()),
-            }
             if op.revision.is_none() && r.revision.is_some() {
                 revision = r.revision.clone();
             }
         }
-        body = shallow_merge(&carried, &op.body);
     }
+    let body = merged.unwrap_or_else(|| op.body.clone());
     let row = new_row(op, id, &target, body, revision, anchor, now);
     let mut plan = base;
     plan.deletes = removed.iter().map(|r| r.id.clone()).collect();
     plan.puts = vec![encode(&row)];
     EnqueuePlan { plan, row: Some(row), absorbed: removed.iter().map(|r| r.id.clone()).collect() }
+}
+
+/// The body of an update `op` that absorbs `removed` (in order): their update bodies
+/// shallow-merged, from the last delete on, then `op`'s over them.
+fn merged_update(removed: &[&Row], op: &NewOperation) -> Value {
+    let mut carried = Value::Object(Map::new());
+    for r in removed {
+        match r.kind {
+            Kind::Update => carried = shallow_merge(&carried, &r.body),
+            _ => carried = Value::Object(Map::new()),
+        }
+    }
+    shallow_merge(&carried, &op.body)
 }
 
 /// True when two bodies may be merged (§7 shallow merge): both are JSON objects. A body of
@@ -258,32 +278,37 @@ fn new_row(
     }
 }
 
-/// Folds the create's waiting edits (in `savedAt` order) and then `op` into the create's
-/// body; a delete anywhere cancels the create and writes nothing.
+/// The create's body with its waiting edits (in order) and then `op` folded in; `None`
+/// when a delete among them cancels the create.
+fn folded_body(create: &Row, folded: &[&Row], op: &NewOperation) -> Option<Value> {
+    let mut body = create.body.clone();
+    for kind_body in folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]) {
+        match kind_body {
+            (Kind::Update, b) => body = shallow_merge(&body, b),
+            (Kind::Delete, _) => return None,
+            (Kind::Create, _) => {}
+        }
+    }
+    Some(body)
+}
+
+/// Folds the create's waiting edits and `op` into the create: its body becomes `body`
+/// ([`folded_body`]); `None` (a delete among them) cancels the create and writes nothing.
 fn merge_into_create(
     mut plan: ReplacePlan,
     create: &Row,
     folded: &[&Row],
-    op: &NewOperation,
+    body: Option<Value>,
     reissue_id: &str,
     scope_rows: &[Value],
 ) -> EnqueuePlan {
-    let mut body = create.body.clone();
-    let mut cancelled = false;
-    for kind_body in folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]) {
-        match kind_body {
-            (Kind::Update, b) => body = shallow_merge(&body, b),
-            (Kind::Delete, _) => cancelled = true,
-            (Kind::Create, _) => {}
-        }
-    }
     let mut absorbed: Vec<String> = folded.iter().map(|r| r.id.clone()).collect();
     plan.deletes = absorbed.clone();
-    if cancelled {
+    let Some(body) = body else {
         plan.deletes.push(create.id.clone());
         absorbed.push(create.id.clone());
         return EnqueuePlan { plan, row: None, absorbed };
-    }
+    };
     let mut merged = create.clone();
     merged.body = body;
     if create.state == RowState::Blocked {

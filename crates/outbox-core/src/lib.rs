@@ -29,6 +29,7 @@
 pub mod accounts;
 pub mod ack;
 pub mod admin;
+pub mod body_size;
 pub mod claim;
 pub mod classify;
 pub mod codec;

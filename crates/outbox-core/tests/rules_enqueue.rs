@@ -80,3 +80,62 @@ fn s8_a_new_edit_waits_for_a_kept_successor_even_when_its_saved_at_is_earlier_th
     let p = plan_enqueue(&edit, "u", "re", &[f_after, k_alone], &Tab::new("tab-b"), NOW);
     assert_eq!(p.row.unwrap().successor_of.as_deref(), Some("f"));
 }
+
+/// A body of `n` values: `{ "<key>": [0, 0, ...] }` (the object and the list are two).
+fn wide(key: &str, n: usize) -> Value {
+    json!({ key: vec![0; n - 2] })
+}
+
+/// §3 rule 4 / §7: merging never makes a body larger than the app may give (it would read
+/// back partly opaque and the row would be stuck): past the bound, the new edit waits
+/// after the rows it would have absorbed, unmerged.
+#[test]
+fn s7_updates_whose_merged_body_would_be_too_large_wait_instead_of_merging() {
+    use outbox_core::body_size::{fits, MAX_BODY_VALUES};
+    let third = MAX_BODY_VALUES * 2 / 5; // two fit merged, three do not
+    let stored = |id: &str, prefix: &str| {
+        json!({"id": id, "owner": "alice", "target": "doc:1", "kind": "update", "body": wide(prefix, third),
+               "savedAt": 1, "state": "queued"})
+    };
+    // Two queued edits merged already would be fine; a second merges into the first.
+    let one = stored("a", "a");
+    let p = plan_enqueue(
+        &op(json!({"owner": "alice", "target": "doc:1", "kind": "update", "body": wide("b", third)})),
+        "b",
+        "re",
+        std::slice::from_ref(&one),
+        &Tab::new("t"),
+        NOW,
+    );
+    assert_eq!(p.absorbed, vec!["a"], "merged");
+    let merged = p.row.unwrap();
+    assert!(fits(&merged.body));
+    // A third would pass the bound: it is a row of its own, after the merged one.
+    let merged_json = outbox_core::codec::encode(&merged);
+    let edit = op(json!({"owner": "alice", "target": "doc:1", "kind": "update", "body": wide("c", third)}));
+    let p = plan_enqueue(&edit, "c", "re", &[merged_json], &Tab::new("t"), NOW);
+    assert!(p.absorbed.is_empty() && p.plan.deletes.is_empty(), "{:?}", p.absorbed);
+    let row = p.row.unwrap();
+    assert_eq!((row.successor_of.as_deref(), fits(&row.body)), (Some("b"), true));
+    assert_eq!(row.body, wide("c", third), "its own body only");
+}
+
+/// The same for edits folded into a create never sent (§7): a fold past the bound does not
+/// happen; the edit waits after the create.
+#[test]
+fn s7_an_edit_too_large_to_fold_into_its_create_waits_after_it() {
+    use outbox_core::body_size::{fits, MAX_BODY_VALUES};
+    let half = MAX_BODY_VALUES * 3 / 5;
+    let create = json!({"id": "c", "owner": "alice", "target": "doc:1", "kind": "create", "body": wide("a", half),
+                        "savedAt": 1, "state": "queued"});
+    let edit = op(json!({"owner": "alice", "target": "doc:1", "kind": "update", "body": wide("b", half)}));
+    let p = plan_enqueue(&edit, "u", "re", &[create], &Tab::new("t"), NOW);
+    let row = p.row.unwrap();
+    assert_eq!((row.id.as_str(), row.successor_of.as_deref()), ("u", Some("c")), "not folded");
+    assert!(fits(&row.body) && p.plan.deletes.is_empty());
+    // A small edit still folds into it.
+    let create = json!({"id": "c", "owner": "alice", "target": "doc:1", "kind": "create", "body": wide("a", half),
+                        "savedAt": 1, "state": "queued"});
+    let small = op(json!({"owner": "alice", "target": "doc:1", "kind": "update", "body": {"z": 1}}));
+    assert_eq!(plan_enqueue(&small, "u", "re", &[create], &Tab::new("t"), NOW).row.unwrap().id, "c");
+}

@@ -24,11 +24,12 @@ pub const MAX_APP_DEPTH: usize = 256;
 /// How deep a stored row is read before a subtree is kept opaque: above the app's limit
 /// plus the row around the body, so nothing this library wrote is ever opaque.
 pub const MAX_STORED_DEPTH: usize = MAX_APP_DEPTH + 16;
-/// Values visited by one walk of a value the app gives.
-pub const MAX_NODES: usize = 1_000_000;
-/// Values visited by one walk of a stored row before the rest is kept opaque: the app's
-/// limit for each of the bodies a row can hold (its own, a merged edit's) plus the row
-/// around them, so nothing this library wrote is ever opaque.
+/// Values visited by one walk of a value the app gives: the planner's bound on a body,
+/// which merging keeps too (`outbox_core::body_size`).
+pub const MAX_NODES: usize = outbox_core::body_size::MAX_BODY_VALUES;
+/// Values visited by one walk of a stored row before the rest is kept opaque: room for two
+/// bodies (a row holds one; a margin for an older writer's fields) plus the row around
+/// them, so nothing this library wrote is ever opaque.
 pub const MAX_STORED_NODES: usize = 2 * MAX_NODES + 1024;
 /// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
 /// the planner sees. Reserved: the app may not use it (it would read back as a marker).
