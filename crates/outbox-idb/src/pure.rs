@@ -80,7 +80,11 @@ pub fn classify_http_js(
         return Err(OutboxError::invalid("`status` must be an integer from 0 to 999").into());
     }
     let headers = header_pairs(&headers)?;
-    let body = if body.is_undefined() { Value::Null } else { from_js(&body, "body")? };
+    // The server's body, not the app's: one JSON cannot hold (a string with a lone
+    // surrogate, cut by the server mid-emoji; deeper or larger than a body may be) is read
+    // as no body, and the answer classified by its status. Refused, it would fail every
+    // send of the row — a success the server applied would be sent again for ever.
+    let body = from_js(&body, "body").unwrap_or(Value::Null);
     let now = if now.is_undefined() || now.is_null() { js_sys::Date::now() } else { number(&now, "now")? };
     Ok(to_js(&classify_http(s as u16, &headers, &body, Millis(now as i64))))
 }
