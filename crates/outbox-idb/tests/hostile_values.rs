@@ -19,29 +19,11 @@ use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-/// The value of a JS expression.
-fn expr(e: &str) -> JsValue {
-    js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
-}
-
 /// A JS expression for an object holding a detached ArrayBuffer at `key`.
 fn with_detached(key: &str) -> String {
     format!(
         "(() => {{ const b = new ArrayBuffer(8); structuredClone(b, {{ transfer: [b] }}); return {{ {key}: b }}; }})()"
     )
-}
-
-/// How `p` settles within `ms`: `Some(Ok/Err)`, or `None` if it has not settled by then.
-async fn within(p: Promise, ms: u32) -> Option<Result<JsValue, JsValue>> {
-    let marker = "hostile-not-settled";
-    let late = js("ms, m", "return new Promise((done) => setTimeout(() => done(m), ms));")
-        .call2(&JsValue::NULL, &ms.into(), &marker.into())
-        .unwrap();
-    let out = JsFuture::from(Promise::race(&Array::of2(&p, &late))).await;
-    match &out {
-        Ok(v) if v.as_string().as_deref() == Some(marker) => None,
-        _ => Some(out),
-    }
 }
 
 /// Keeps an exception that did escape (the flaw these tests look for) from failing the page
@@ -83,6 +65,40 @@ fn code_of(r: &Result<JsValue, JsValue>) -> String {
     }
 }
 
+/// Enqueues an update of alice's `w:1` whose body is the JS expression `body`: it must be
+/// refused, `INVALID_ARGUMENT`; its message.
+async fn refused_body(a: &Outbox, body: &str) -> String {
+    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
+    set(&op, "body", &expr(body));
+    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("enqueue settles").expect_err("refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    message
+}
+
+/// Flushes alice's rows with `send`: the flush must end and resolve; its report.
+async fn flushed(a: &Outbox, options: JsValue) -> Value {
+    let report = within(a.flush(options), 3_000).await.expect("the flush settles").expect("the flush resolves");
+    outbox_idb::convert::from_js(&report, "report").unwrap()
+}
+
+/// A queued row, as `rows()` gives it, with the JS expression `extra` in a field this
+/// version does not know.
+fn row_with_extra(extra: &str) -> JsValue {
+    expr(&format!(
+        "{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {extra} }}"
+    ))
+}
+
+/// `isRowInFlight` of [`row_with_extra`], called from JS: `Some(answer)`, or `None` if it
+/// threw.
+fn in_flight_with_extra(extra: &str) -> Option<bool> {
+    let row = row_with_extra(extra);
+    catch_sync(move || outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from))
+        .ok()
+        .and_then(|v| v.as_bool())
+}
+
 /// §3 rule 4: a body holding a *detached* ArrayBuffer (transferred with `postMessage` or
 /// `structuredClone`) is refused like a live one, by path, with nothing written.
 #[wasm_bindgen_test]
@@ -90,11 +106,7 @@ async fn an_enqueue_of_a_detached_array_buffer_is_refused_with_nothing_written()
     quiet_uncaught();
     let db = db_name("hostile-detached");
     let a = open(&db, "tab-a").await;
-    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
-    set(&op, "body", &expr(&with_detached("data")));
-    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("enqueue settles").expect_err("refused");
-    let (code, message) = coded(&err);
-    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    let message = refused_body(&a, &with_detached("data")).await;
     assert!(message.contains("`body.data`") && message.contains("ArrayBuffer"), "{message}");
     assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
 }
@@ -106,16 +118,10 @@ async fn a_proxy_whose_prototype_trap_throws_late_is_refused() {
     quiet_uncaught();
     let db = db_name("hostile-proxy");
     let a = open(&db, "tab-a").await;
-    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
-    let body = expr(
-        "{ when: (() => { let n = 0; return new Proxy({}, {
+    let body = "{ when: (() => { let n = 0; return new Proxy({}, {
             getPrototypeOf() { if (n++ > 0) throw new Error('hostile trap'); return Date.prototype; },
-            get(t, k) { return k === Symbol.toStringTag ? 'Date' : undefined; } }); })() }",
-    );
-    set(&op, "body", &body);
-    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("enqueue settles").expect_err("refused");
-    let (code, message) = coded(&err);
-    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+            get(t, k) { return k === Symbol.toStringTag ? 'Date' : undefined; } }); })() }";
+    let message = refused_body(&a, body).await;
     assert!(message.contains("`body.when`"), "{message}");
     assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
 }
@@ -130,8 +136,7 @@ async fn a_detached_receipt_fails_the_attempt_and_the_flush_ends() {
     let a = open(&db, "tab-a").await;
     enqueue_update(&a, "alice", "w:1", json!({"w": 1})).await;
     let send = format!("return {{ type: 'success', receipt: {} }};", with_detached("bytes"));
-    let first = within(a.flush(flush_opts("alice", &send)), 3_000).await.expect("the flush settles");
-    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    let first = flushed(&a, flush_opts("alice", &send)).await;
     assert_eq!(first["succeeded"], 0, "{first}");
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["evidence"]["lastErrorCode"], "BAD_OUTCOME", "{rows}");
@@ -152,8 +157,7 @@ async fn a_send_promise_with_a_throwing_constructor_getter_is_a_failed_send() {
     let send = "const p = Promise.resolve({ type: 'success', receipt: {} });
                 Object.defineProperty(p, 'constructor', { get() { throw new Error('hostile ctor'); } });
                 return p;";
-    let first = within(a.flush(flush_opts("alice", send)), 3_000).await.expect("the flush settles");
-    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    let first = flushed(&a, flush_opts("alice", send)).await;
     assert_eq!(first["succeeded"], 0, "{first}");
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["evidence"]["lastErrorCode"], "SEND_FAILED", "{rows}");
@@ -183,8 +187,7 @@ async fn a_reconcile_returning_a_hostile_proxy_is_a_failed_port() {
              return new Proxy([], { getPrototypeOf: boom, get: boom });",
         ),
     );
-    let rep = within(a.flush(f), 3_000).await.expect("the flush settles").expect("the flush resolves");
-    let rep: Value = outbox_idb::convert::from_js(&rep, "report").unwrap();
+    let rep = flushed(&a, f).await;
     assert_eq!(rep["succeeded"], 0, "{rep}");
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["state"], "sending", "not applied: {rows}");
@@ -214,8 +217,7 @@ async fn a_hostile_answer_during_an_ack_leaves_that_ack_whole() {
         with_detached("bytes")
     );
     set(&f, "reconcile", &js_fn("a", &reconcile));
-    let rep = within(a.flush(f), 3_000).await.expect("the flush settles").expect("the flush resolves");
-    let rep: Value = outbox_idb::convert::from_js(&rep, "report").unwrap();
+    let rep = flushed(&a, f).await;
     let rows = ok(a.rows("alice".into())).await;
     let targets: Vec<&Value> = rows.as_array().unwrap().iter().map(|r| &r["target"]).collect();
     assert_eq!((rep["succeeded"].clone(), targets), (json!(1), vec![&json!("t2")]), "{rep}");
@@ -240,14 +242,8 @@ fn the_pure_functions_answer_hostile_values_with_coded_errors() {
         catch_sync(move || outbox_idb::select_sendable_js(revoked.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
     let codes: Vec<String> = [classify, select, select_revoked].iter().map(code_of).collect();
     assert_eq!(codes, ["INVALID_ARGUMENT"; 3], "classifyHttp, selectSendable ×2");
-    let row = expr(&format!(
-        "Object.assign({}, {{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued' }})",
-        with_detached("extra")
-    ));
-    let in_flight = catch_sync(move || {
-        outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
-    });
-    assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false), "a queued row is not in flight");
+    let detached = "(() => { const b = new ArrayBuffer(8); structuredClone(b, { transfer: [b] }); return b; })()";
+    assert_eq!(in_flight_with_extra(detached), Some(false), "a queued row is not in flight");
 }
 
 /// Where the shadow stack (in linear memory) is now: the address of a local forced there.
@@ -303,19 +299,9 @@ async fn fake_dates_are_refused_or_kept_never_thrown_through() {
         "(() => { const d = new Date(0); d.getTime = () => { throw new Error('hostile getTime'); }; return d; })()",
     ];
     for fake in fakes {
-        let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
-        set(&op, "body", &expr(&format!("{{ at: {fake} }}")));
-        let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("settles").expect_err("refused");
-        let (code, message) = coded(&err);
-        assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+        let message = refused_body(&a, &format!("{{ at: {fake} }}")).await;
         assert!(message.contains("`body.at`"), "{message}");
-        let row = expr(&format!(
-            "{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {fake} }}"
-        ));
-        let in_flight = catch_sync(move || {
-            outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
-        });
-        assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false), "{fake}");
+        assert_eq!(in_flight_with_extra(fake), Some(false), "{fake}");
     }
     assert_eq!(raw_all(&db).await.length(), 0, "nothing written");
 }
@@ -332,8 +318,7 @@ async fn a_send_promise_whose_own_then_throws_is_followed_by_the_intrinsic_then(
     let send = "const p = Promise.resolve({ type: 'success', receipt: {} });
                 p.then = () => { throw new Error('hostile then'); };
                 return p;";
-    let first = within(a.flush(flush_opts("alice", send)), 3_000).await.expect("the flush settles");
-    let first: Value = outbox_idb::convert::from_js(&first.expect("the flush resolves"), "report").unwrap();
+    let first = flushed(&a, flush_opts("alice", send)).await;
     assert_eq!(first["succeeded"], 1, "{first}");
     assert_eq!(ok(a.rows("alice".into())).await, json!([]));
 }
@@ -400,19 +385,9 @@ async fn huge_sparse_arrays_are_judged_by_their_length() {
     let db = db_name("hostile-sparse");
     let a = open(&db, "tab-a").await;
     let sparse = "(() => { const s = []; s.length = 2 ** 32 - 1; return s; })()";
-    let op = obj(json!({"owner": "alice", "target": "w:1", "kind": "update"}));
-    set(&op, "body", &expr(&format!("{{ list: {sparse} }}")));
-    let err = within(a.enqueue(op, JsValue::UNDEFINED), 3_000).await.expect("settles").expect_err("refused");
-    let (code, message) = coded(&err);
-    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    let message = refused_body(&a, &format!("{{ list: {sparse} }}")).await;
     assert!(message.contains("more than 1000000 parts"), "{message}");
-    let row = expr(&format!(
-        "{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {sparse} }}"
-    ));
-    let in_flight = catch_sync(move || {
-        outbox_idb::is_row_in_flight_js(row.clone(), T0.into(), JsValue::UNDEFINED).map(JsValue::from)
-    });
-    assert_eq!(in_flight.ok().and_then(|v| v.as_bool()), Some(false));
+    assert_eq!(in_flight_with_extra(sparse), Some(false));
     let rows = expr(sparse);
     let select =
         catch_sync(move || outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
@@ -450,7 +425,7 @@ async fn a_patch_keeps_fields_named_proto() {
 #[wasm_bindgen_test]
 fn only_real_array_buffers_are_read_for_a_digest() {
     let marker = |v: &str| {
-        let row = expr(&format!("{{ id: 'x', owner: 'o', target: 't', kind: 'update', body: {{}}, savedAt: 1, state: 'queued', extra: {v} }}"));
+        let row = row_with_extra(v);
         outbox_idb::convert::stored_from_js(&row)["extra"][outbox_idb::convert::OPAQUE_KEY]
             .as_str()
             .unwrap_or("")

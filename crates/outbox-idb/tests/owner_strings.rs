@@ -15,11 +15,6 @@ use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-/// The value of a JS expression.
-fn expr(e: &str) -> JsValue {
-    js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
-}
-
 /// SPEC §3 rule 4 (bad input rejected, nothing written), §11 ("every read, claim and delete
 /// is scoped by owner"; "purge an owner's rows"). `enqueue` refuses the owner `"x\uD800"`
 /// (a string with an unpaired surrogate) with INVALID_ARGUMENT, and so does `purgeOwner`, which

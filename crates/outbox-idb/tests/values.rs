@@ -19,11 +19,6 @@ use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-/// The value of a JS expression.
-fn expr(e: &str) -> JsValue {
-    js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
-}
-
 /// The `(code, message)` of a rejected call.
 async fn refused(p: Promise) -> (String, String) {
     let err = settle(p).await.expect_err("call fails");

@@ -99,3 +99,22 @@ pub async fn enqueue_update(a: &Outbox, owner: &str, target: &str, body: Value) 
     ok(a.enqueue(obj(json!({"owner": owner, "target": target, "kind": "update", "body": body})), JsValue::UNDEFINED))
         .await
 }
+
+/// The value of a JS expression.
+pub fn expr(e: &str) -> JsValue {
+    js("", &format!("return ({e});")).call0(&JsValue::NULL).unwrap()
+}
+
+/// How `p` settles within `ms`: `Some(Ok/Err)`, or `None` if it has not settled by then
+/// (a call that must end, checked without waiting for ever).
+pub async fn within(p: Promise, ms: u32) -> Option<Result<JsValue, JsValue>> {
+    let marker = "common-within-not-settled";
+    let late = js("ms, m", "return new Promise((done) => setTimeout(() => done(m), ms));")
+        .call2(&JsValue::NULL, &ms.into(), &marker.into())
+        .unwrap();
+    let out = settle(Promise::race(&js_sys::Array::of2(&p, &late.unchecked_into()))).await;
+    match &out {
+        Ok(v) if v.as_string().as_deref() == Some(marker) => None,
+        _ => Some(out),
+    }
+}
