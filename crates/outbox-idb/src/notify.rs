@@ -24,8 +24,8 @@ const FLUSH_CHANGE: &str = "flush";
 
 /// Owners whose last change is kept (the first noted is forgotten first): any page of the
 /// origin can post notices, one per owner name it makes up. A forgotten owner reads as "no
-/// change seen": a flush waiting
-/// for its turn then stops waiting sooner (the turn is never needed for safety).
+/// change seen": a flush waiting for its turn then stops waiting sooner (the turn is never
+/// needed for safety).
 const MAX_LAST_CHANGES: usize = 1024;
 
 fn note_change(last: &LastChanges, owner: &str) {
@@ -301,5 +301,26 @@ fn deliver(subs: &Subscribers, msg: &JsValue) {
                     crate::js::console_error_text("outbox: a subscribe callback threw a value that cannot be printed");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    #[wasm_bindgen_test]
+    fn last_changes_keep_at_most_their_cap_forgetting_the_first_noted() {
+        let last: LastChanges = Rc::default();
+        for i in 0..=MAX_LAST_CHANGES {
+            note_change(&last, &format!("owner-{i}"));
+        }
+        note_change(&last, "owner-1"); // noted again: kept, not added
+        let list = last.borrow();
+        assert_eq!(list.len(), MAX_LAST_CHANGES);
+        assert!(!list.iter().any(|(o, _)| o == "owner-0"), "the first noted is forgotten");
+        assert!(list.iter().any(|(o, _)| o == &format!("owner-{MAX_LAST_CHANGES}")));
     }
 }
