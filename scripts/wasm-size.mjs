@@ -53,12 +53,14 @@
 // body at the size limit read back with its own budget (MAX_STORED_NODES), merges kept
 // within the bound a body may have (outbox_core::body_size), a server body JSON cannot
 // hold read as no body by classifyHttp.
+// 181,300 → 181,400 (+0.15 KB, to 181,322): a record write follows every forwarding stub a
+// record's rekeys left (after 8 a patch was skipped silently), refusing stubs in a cycle.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 181_300;
+const BUDGET_GZIP_BYTES = 181_400;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

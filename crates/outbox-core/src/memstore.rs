@@ -5,7 +5,7 @@
 use crate::accounts::stored_is_owned;
 use crate::fingerprint::canonical_json;
 use crate::plan::{matches_expected, rows_in_scopes, ReplaceOutcome, ReplacePlan, Scope};
-use crate::records::{forward, is_key, patched, rekeyed, set_at_path, stub, Reconcile, RecordWrite, MAX_FORWARDS};
+use crate::records::{forward, is_key, patched, rekeyed, set_at_path, stub, Landing, Reconcile, RecordWrite};
 use crate::row::stored_order_key;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -115,16 +115,16 @@ impl MemStore {
         self.records.iter().filter(move |((s, _), v)| *s == store && forward(Some(v)).is_none()).map(|(_, v)| v)
     }
 
-    /// The key a write naming `key` lands on: `key`, or where its stubs forward to.
+    /// The key a write naming `key` lands on: `key`, or where its stubs forward to (this
+    /// store writes no cycle; one would end where it turns back).
     fn landing(&self, store: &str, key: &Value) -> Value {
-        let mut key = key.clone();
-        for _ in 0..MAX_FORWARDS {
-            match forward(self.records.get(&(store.to_owned(), canonical_json(&key)))) {
-                Some(to) => key = to.clone(),
-                None => break,
+        let mut landing = Landing::new(key.clone());
+        while let Some(to) = forward(self.records.get(&(store.to_owned(), canonical_json(landing.key())))) {
+            if !landing.follow(to.clone()) {
+                break;
             }
         }
-        key
+        landing.key().clone()
     }
 
     fn write_record(&mut self, w: &RecordWrite) {

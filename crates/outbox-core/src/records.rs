@@ -315,8 +315,44 @@ pub fn reconcile_for(row: &Row, outcome: &Outcome) -> Option<Reconcile> {
 /// The field of a forwarding stub: the key its record moved to.
 pub const MOVED_TO: &str = "$outboxMovedTo";
 
-/// How many stubs a write follows at most (a record re-keyed again and again).
-pub const MAX_FORWARDS: usize = 8;
+/// The keys a write naming a record has passed on its way to where the record is: the key it
+/// names, then each key a forwarding stub there sends it on to ([`forward`]).
+///
+/// A write follows stubs until it finds a record or nothing, however many: a record re-keyed
+/// again and again leaves one stub per rekey, and a write naming its first key must still
+/// land on it (a fixed number of hops made a patch past them skip silently). The stubs the
+/// library writes never form a cycle — a stub is left at a key whose record moves to `to`,
+/// which holds that record (not a stub) from then until a later rekey moves it on — so a
+/// chain ends; a cycle can only be written from outside the library, and is refused.
+#[derive(Debug)]
+pub struct Landing {
+    keys: Vec<Value>,
+}
+
+impl Landing {
+    /// Starts at `key`, the key the write names.
+    #[must_use]
+    pub fn new(key: Value) -> Self {
+        Self { keys: vec![key] }
+    }
+
+    /// The key reached so far: where the write lands once its value is no stub.
+    #[must_use]
+    pub fn key(&self) -> &Value {
+        self.keys.last().expect("a landing starts with a key")
+    }
+
+    /// Goes on to `to`, where the stub at [`Landing::key`] forwards; `false` (staying where
+    /// it is) when `to` is a key already passed: the stubs form a cycle.
+    #[must_use]
+    pub fn follow(&mut self, to: Value) -> bool {
+        let new = !self.keys.contains(&to);
+        if new {
+            self.keys.push(to);
+        }
+        new
+    }
+}
 
 /// The stub left at `from` when its record moved to `to` (`from` at the key path, if any).
 #[must_use]

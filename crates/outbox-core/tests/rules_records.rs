@@ -340,3 +340,34 @@ fn writes_name_their_store_and_at_target_follows_the_row_given_with_them() {
         assert_eq!(writes[1], RecordWrite::Delete { store: "b".into(), key: json!("k") });
     }
 }
+
+#[test]
+fn a_write_by_the_first_key_follows_every_stub_of_a_record_rekeyed_many_times() {
+    let (mut w, target) = with_create(1);
+    // Rekeyed twelve times, each time named by its first key: twelve stubs in a row.
+    for n in 1..=12 {
+        let rekey = json!([{"store": TODOS, "rekey": target, "to": format!("k{n}")}]);
+        let _ = w.enqueue_with(0, update("alice", &target, json!({"n": n})), rekey);
+    }
+    assert!(rec(&w, "k12").is_some(), "the record reached k12");
+    let edit = json!([{"store": TODOS, "patch": target, "set": {"title": "late"}}]);
+    let _ = w.enqueue_with(0, update("alice", &target, json!({"title": "late"})), edit);
+    assert_eq!(rec(&w, "k12").unwrap()["title"], "late", "the patch reached the record past twelve stubs");
+    assert_eq!(w.store.records(TODOS).count(), 1);
+}
+
+#[test]
+fn a_landing_follows_any_number_of_keys_and_refuses_one_it_passed() {
+    use outbox_core::records::Landing;
+    let mut l = Landing::new(json!("a"));
+    assert_eq!(l.key(), &json!("a"));
+    for n in 0..100 {
+        assert!(l.follow(json!(n)));
+    }
+    assert_eq!(l.key(), &json!(99));
+    assert!(!l.follow(json!(50)), "a key passed");
+    assert!(!l.follow(json!("a")), "back to the first key");
+    assert_eq!(l.key(), &json!(99), "a refused step goes nowhere");
+    assert!(l.follow(json!([1, "a"])), "another key");
+    assert_eq!(l.key(), &json!([1, "a"]));
+}

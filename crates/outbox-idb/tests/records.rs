@@ -182,6 +182,39 @@ async fn a_store_with_a_compound_key_path_is_written_and_rekeyed() {
 }
 
 #[wasm_bindgen_test]
+async fn a_write_by_the_first_key_follows_every_stub_and_a_cycle_of_stubs_is_refused() {
+    let db = db_name("records-chain");
+    let a = open_app(&db, "tab-a", 1).await;
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "k0", "body": {"n": 0}}));
+    ok(a.enqueue(op.clone(), writes(json!([{"store": "todos", "put": {"id": "k0", "n": 0}}])))).await;
+    // Rekeyed twelve times, each time named by its first key: twelve stubs in a row.
+    for n in 1..=12 {
+        ok(a.enqueue(op.clone(), writes(json!([{"store": "todos", "rekey": "k0", "to": format!("k{n}")}])))).await;
+    }
+    ok(a.enqueue(op.clone(), writes(json!([{"store": "todos", "patch": "k0", "set": {"n": 12}}])))).await;
+    assert_eq!(record(&a, "k12").await, json!({"id": "k12", "n": 12}), "the patch reached it past twelve stubs");
+
+    // Stubs that turn back (written by hand, not by the library): the write is refused with
+    // a coded error and nothing of the enqueue is written.
+    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
+        r.onsuccess = () => { const tx = r.result.transaction('todos', 'readwrite'); const s = tx.objectStore('todos');
+          s.put({id: 'x', $outboxMovedTo: 'y'}); s.put({id: 'y', $outboxMovedTo: 'x'});
+          tx.oncomplete = () => { r.result.close(); ok(); }; tx.onerror = () => err(tx.error); }; });";
+    settle(js("db", script).call1(&JsValue::NULL, &db.as_str().into()).unwrap().unchecked_into()).await.unwrap();
+    let before = ok(a.rows("alice".into())).await;
+    let cyc = obj(json!({"owner": "alice", "kind": "update", "target": "x", "body": {"n": 1}}));
+    let err =
+        settle(a.enqueue(cyc, writes(json!([{"store": "todos", "patch": "x", "set": {"n": 1}}])))).await.unwrap_err();
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("cycle"), "{message}");
+    assert_eq!(ok(a.rows("alice".into())).await, before, "no row written");
+    // And the instance goes on.
+    ok(a.enqueue(op, writes(json!([{"store": "todos", "patch": "k3", "set": {"n": 13}}])))).await;
+    assert_eq!(record(&a, "k12").await["n"], 13);
+}
+
+#[wasm_bindgen_test]
 async fn the_queue_store_is_not_a_record_store_and_the_stub_field_is_reserved() {
     let db = db_name("records-reserved");
     let a = open_app(&db, "tab-a", 1).await;

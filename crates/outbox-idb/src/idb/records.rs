@@ -8,7 +8,7 @@ use super::store::transaction_failed;
 use crate::convert::{from_js, to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};
-use outbox_core::records::{is_key, set_key, stub, RecordWrite, MAX_FORWARDS, MOVED_TO};
+use outbox_core::records::{is_key, set_key, stub, Landing, RecordWrite, MOVED_TO};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use web_sys::{IdbObjectStore, IdbTransaction};
@@ -103,16 +103,18 @@ async fn get(store: &IdbObjectStore, key: &Value) -> std::result::Result<JsValue
 }
 
 /// The key a write naming `key` lands on, and the record there: `key`, or where the
-/// forwarding stubs left by rekeys lead (`outbox_core::records::forward`).
+/// forwarding stubs left by rekeys lead, however many (`outbox_core::records::Landing`).
+/// Fails on stubs that form a cycle (written outside the library).
 async fn landing(store: &IdbObjectStore, key: &Value) -> std::result::Result<(Value, JsValue), JsValue> {
-    let mut key = key.clone();
-    let mut current = get(store, &key).await?;
-    for _ in 0..MAX_FORWARDS {
-        let Some(to) = moved_to(&current) else { break };
-        key = to;
-        current = get(store, &key).await?;
+    let mut landing = Landing::new(key.clone());
+    let mut current = get(store, landing.key()).await?;
+    while let Some(to) = moved_to(&current) {
+        if !landing.follow(to) {
+            return Err(js_sys::Error::new("the forwarding stubs form a cycle").into());
+        }
+        current = get(store, landing.key()).await?;
     }
-    Ok((key, current))
+    Ok((landing.key().clone(), current))
 }
 
 /// The key a stub forwards to (`None` for a record or nothing).
