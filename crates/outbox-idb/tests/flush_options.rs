@@ -76,3 +76,25 @@ async fn s8_flush_with_max_rows_of_2_pow_32_sends_every_row() {
     let left = ok(a.rows("alice".into())).await;
     assert_eq!((rep["claimed"].clone(), left.as_array().unwrap().len()), (json!(3), 0), "maxRows 2^32: {rep}");
 }
+
+/// SPEC §3 rule 4; api.md (`concurrency`: how many sends a flush keeps in flight, a
+/// number). Given as a string (say from a config), it is refused with INVALID_ARGUMENT before
+/// anything is claimed or sent — not silently read as the default.
+#[wasm_bindgen_test]
+async fn s8_flush_with_a_string_concurrency_is_refused_and_claims_nothing() {
+    let db = db_name("flush-options-concurrency");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
+    let o = flush_opts("alice", "return {type: 'success', receipt: {}};");
+    set(&o, "concurrency", &"8".into());
+    let err = settle(a.flush(o)).await.expect_err("a string concurrency is refused");
+    let (code, message) = coded(&err);
+    assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+    assert!(message.contains("concurrency"), "{message}");
+    let rows = ok(a.rows("alice".into())).await;
+    assert_eq!(rows[0]["state"], "queued", "nothing claimed: {rows}");
+    // A number is taken.
+    let o = flush_opts("alice", "return {type: 'success', receipt: {}};");
+    set(&o, "concurrency", &2.into());
+    assert_eq!(ok(a.flush(o)).await["succeeded"], 1);
+}
