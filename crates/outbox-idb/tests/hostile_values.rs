@@ -377,6 +377,32 @@ async fn a_throwing_subscriber_neither_hangs_an_enqueue_nor_silences_other_tabs(
     assert!(heard.as_f64().unwrap_or(0.0) >= 1.0, "tab B heard {heard:?} notices");
 }
 
+/// §12 ("a change in one tab is announced to the other tabs"): other tabs hear a change
+/// before this tab's subscribers run, so a subscriber that closes its own outbox (a page
+/// tearing down on the notice) cannot keep the change from them.
+#[wasm_bindgen_test]
+async fn a_subscriber_that_closes_its_outbox_does_not_keep_other_tabs_from_hearing() {
+    let db = db_name("subscriber-closes");
+    let a = open(&db, "tab-a").await;
+    let b = open(&db, "tab-b").await;
+    let heard = js("", "globalThis.closeHeard = 0; return () => { globalThis.closeHeard += 1; };")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let _unsub_b = b.subscribe(heard).unwrap();
+    let _unsub_a = a.subscribe(js_fn("m", "globalThis.closingOutbox.close();")).unwrap();
+    js_sys::Reflect::set(&js_sys::global(), &"closingOutbox".into(), &JsValue::from(a)).unwrap();
+    let enqueued =
+        expr("globalThis.closingOutbox.enqueue({owner: 'alice', target: 'w:1', kind: 'update', body: {n: 1}})");
+    // The call may end either way (it was running when its outbox closed); the row is stored.
+    let _ = within(enqueued.unchecked_into(), 3_000).await.expect("enqueue settles");
+    assert_eq!(ok(b.rows("alice".into())).await.as_array().map(Vec::len), Some(1));
+    let heard = js("", "return new Promise((ok) => setTimeout(() => ok(globalThis.closeHeard), 500));")
+        .call0(&JsValue::NULL)
+        .unwrap();
+    let heard = JsFuture::from(Promise::from(heard)).await.unwrap();
+    assert!(heard.as_f64().unwrap_or(0.0) >= 1.0, "tab B heard {heard:?} notices");
+}
+
 /// Resource bounds: an array that says it is huge (sparse, `length` 2^32 − 1, free to store
 /// and to pass) is refused or kept whole at once, never walked item by item.
 #[wasm_bindgen_test]
