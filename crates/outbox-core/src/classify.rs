@@ -48,6 +48,15 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
 /// refuses a larger one as no Outcome (it would lose its `Retry-After` floor).
 pub const MAX_RETRY_AFTER_MS: i64 = 9_007_199_254_740_991;
 
+/// A `retryAfterMs` the app gave as a number: a whole number of ms, rounded up, never
+/// negative, at most [`MAX_RETRY_AFTER_MS`] (a fraction or a huge value is still a floor
+/// under the next attempt, not a malformed answer that loses it).
+#[must_use]
+pub fn retry_after_from_number(ms: f64) -> i64 {
+    // `as` saturates, and turns NaN (never read from JSON) into 0.
+    (ms.ceil().clamp(0.0, MAX_RETRY_AFTER_MS as f64)) as i64
+}
+
 /// Reads `Retry-After` as delay-seconds or as an HTTP date; the result is ms from `now`
 /// (never negative, at most [`MAX_RETRY_AFTER_MS`]). Unreadable values give `None`.
 #[must_use]

@@ -4,6 +4,7 @@
 //! deserializer code, which was a fifth of the wasm module (issue 12). The derives stay (the
 //! gate and tests use them); `tests/json.rs` checks both readers agree on random values.
 
+use crate::classify::retry_after_from_number;
 use crate::intent::Prepared;
 use crate::outcome::Outcome;
 use crate::row::Ticket;
@@ -202,7 +203,11 @@ impl Outcome {
                 variant(&rest, "struct variant Outcome::Transient", &names, &[true, true], |i, f| {
                     match i {
                         0 => code = optional(f, string)?,
-                        _ => retry_after_ms = optional(f, |f| integer(f, "i64"))?,
+                        _ => {
+                            retry_after_ms = optional(f, |f| {
+                                f.as_f64().map(retry_after_from_number).ok_or_else(|| invalid_type(f, "f64"))
+                            })?;
+                        }
                     }
                     Ok(())
                 })?;

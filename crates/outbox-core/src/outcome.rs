@@ -21,8 +21,9 @@ pub enum Outcome {
         /// A short code recorded as `evidence.lastErrorCode`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<String>,
-        /// Not before this many ms from now (`Retry-After`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// Not before this many ms from now (`Retry-After`). Read from any number
+        /// ([`crate::classify::retry_after_from_number`]).
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "retry_after")]
         retry_after_ms: Option<i64>,
     },
     /// The session expired: hold until a new login.
@@ -79,4 +80,9 @@ impl Outcome {
     pub fn success(receipt: Value) -> Outcome {
         Outcome::Success { receipt, replayed: false }
     }
+}
+
+/// serde's reading of `retryAfterMs` (the hand-written reader in `json.rs` agrees with it).
+fn retry_after<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.map(crate::classify::retry_after_from_number))
 }

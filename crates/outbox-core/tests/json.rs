@@ -194,3 +194,22 @@ fn a_sequence_reads_every_element_and_refuses_what_is_not_an_array() {
     assert_eq!(read(&json!({"a": 1})), serde_json::from_value::<Vec<u32>>(json!({"a": 1})).map_err(|e| e.to_string()));
     assert_eq!(read(&json!([1, "x"])), serde_json::from_value::<Vec<u32>>(json!([1, "x"])).map_err(|e| e.to_string()));
 }
+
+#[test]
+fn retry_after_ms_is_any_number_rounded_up_and_bounded() {
+    use outbox_core::classify::MAX_RETRY_AFTER_MS;
+    let read = |v: Value| match Outcome::from_json(&json!({"type": "transient", "retryAfterMs": v})) {
+        Ok(Outcome::Transient { retry_after_ms, .. }) => Ok(retry_after_ms),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e),
+    };
+    assert_eq!(read(json!(1500)), Ok(Some(1500)));
+    assert_eq!(read(json!(1500.25)), Ok(Some(1501)), "rounded up: never earlier than asked");
+    assert_eq!(read(json!(0.2)), Ok(Some(1)));
+    assert_eq!(read(json!(-7.5)), Ok(Some(0)), "never negative");
+    assert_eq!(read(json!(1e300)), Ok(Some(MAX_RETRY_AFTER_MS)));
+    assert_eq!(read(json!(u64::MAX)), Ok(Some(MAX_RETRY_AFTER_MS)));
+    assert_eq!(read(json!(MAX_RETRY_AFTER_MS)), Ok(Some(MAX_RETRY_AFTER_MS)));
+    assert_eq!(read(Value::Null), Ok(None));
+    assert!(read(json!("30")).unwrap_err().contains("expected f64"), "a string is no number");
+}

@@ -596,3 +596,27 @@ async fn a_huge_retry_after_from_classify_http_is_an_outcome_flush_keeps() {
     assert_eq!(rows[0]["evidence"]["lastErrorCode"], "HTTP_503", "{rows}");
     assert!(rows[0]["nextAttemptAt"].as_f64().unwrap_or(0.0) > T0 + 1e15, "{rows}");
 }
+
+/// §10 (`retryAfterMs` is a floor under the next attempt): an app-built answer whose
+/// `retryAfterMs` is a fraction or larger than a JS number counts exactly is still a
+/// transient answer with its floor — rounded up, at most 2^53 − 1 ms — not `BAD_OUTCOME`
+/// (which lost the floor and retried after the plain backoff).
+#[wasm_bindgen_test]
+async fn an_app_retry_after_ms_with_a_fraction_or_too_large_keeps_its_floor() {
+    let db = db_name("values-retry-after-app");
+    let a = open(&db, "tab-a").await;
+    for (target, given) in [("w:frac", "1500.25"), ("w:huge", "1e300")] {
+        enqueue_update(&a, "alice", target, json!({"w": 1})).await;
+        let send = format!("return {{type: 'transient', code: 'SLOW', retryAfterMs: {given}}};");
+        ok(a.flush(flush_opts("alice", &send))).await;
+    }
+    let rows = ok(a.rows("alice".into())).await;
+    let row = |t: &str| rows.as_array().unwrap().iter().find(|r| r["target"] == t).unwrap().clone();
+    for t in ["w:frac", "w:huge"] {
+        assert_eq!(row(t)["evidence"]["lastErrorCode"], "SLOW", "{rows}");
+    }
+    // The first retry's jittered delay is under 1 s: the floor decides, 1,501 ms after the answer.
+    let answered = row("w:frac")["deferredAt"].as_f64().unwrap_or(0.0);
+    assert_eq!(row("w:frac")["nextAttemptAt"].as_f64(), Some(answered + 1501.0), "{rows}");
+    assert!(row("w:huge")["nextAttemptAt"].as_f64().unwrap_or(0.0) > T0 + 1e15, "{rows}");
+}
