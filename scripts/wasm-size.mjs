@@ -55,12 +55,17 @@
 // hold read as no body by classifyHttp.
 // 181,300 → 181,400 (+0.15 KB, to 181,322): a record write follows every forwarding stub a
 // record's rekeys left (after 8 a patch was skipped silently), refusing stubs in a cycle.
+// 181,400 → 181,600 (+0.3 KB, to 181,575): what a review of that found — a cycle of stubs
+// is no record instead of an error (an answer's reconcile meeting one left its row sent
+// again for ever), a put keyed only in its value at a compound key path follows stubs, a
+// store keyPath through `$outboxMovedTo` refused, a flush's `concurrency` checked as at
+// `open`; an answer's `retryAfterMs` read from any finite number.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 181_400;
+const BUDGET_GZIP_BYTES = 181_600;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

@@ -44,8 +44,8 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
 }
 
 /// The longest `Retry-After` kept, in ms: the largest whole number a JS number holds
-/// exactly (about 285,000 years). `classifyHttp`'s answer is read back by `flush`, which
-/// refuses a larger one as no Outcome (it would lose its `Retry-After` floor).
+/// exactly (about 285,000 years), so that `classifyHttp`'s answer reads back as the same
+/// Outcome (a larger `retryAfterMs` is read as this one: [`retry_after_from_number`]).
 pub const MAX_RETRY_AFTER_MS: i64 = 9_007_199_254_740_991;
 
 /// A `retryAfterMs` the app gave as a number: a whole number of ms, rounded up, never

@@ -115,8 +115,8 @@ impl MemStore {
         self.records.iter().filter(move |((s, _), v)| *s == store && forward(Some(v)).is_none()).map(|(_, v)| v)
     }
 
-    /// The key a write naming `key` lands on: `key`, or where its stubs forward to (this
-    /// store writes no cycle; one would end where it turns back).
+    /// The key a write naming `key` lands on: `key`, or where its stubs forward to (stubs in
+    /// a cycle: the key whose stub turns back, as the binding does).
     fn landing(&self, store: &str, key: &Value) -> Value {
         let mut landing = Landing::new(key.clone());
         while let Some(to) = forward(self.records.get(&(store.to_owned(), canonical_json(landing.key())))) {

@@ -323,7 +323,10 @@ pub const MOVED_TO: &str = "$outboxMovedTo";
 /// land on it (a fixed number of hops made a patch past them skip silently). The stubs the
 /// library writes never form a cycle — a stub is left at a key whose record moves to `to`,
 /// which holds that record (not a stub) from then until a later rekey moves it on — so a
-/// chain ends; a cycle can only be written from outside the library, and is refused.
+/// chain ends. A cycle can only be written from outside the library: a write stops at the
+/// stub that turns back, which is no record (a patch or rekey changes nothing; a put or
+/// delete replaces that stub, which ends the cycle). Refusing the write instead would leave
+/// an answer whose `reconcile` meets one unapplied, its row sent again after every lease.
 #[derive(Debug)]
 pub struct Landing {
     keys: Vec<Value>,

@@ -149,7 +149,11 @@ impl Outbox {
                 })?);
             }
             if let Some(c) = get("concurrency")? {
-                opts.concurrency = c.max(1.0) as usize;
+                // As at `open`: NaN, Infinity or 0 is a mistake, not 1 or every row at once.
+                if !(c >= 1.0 && c.is_finite()) {
+                    return Err(OutboxError::invalid("`concurrency` must be a number ≥ 1").into());
+                }
+                opts.concurrency = c as usize;
             }
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
             // this flush does, however it ends.

@@ -81,7 +81,7 @@ async fn s8_flush_with_max_rows_of_2_pow_32_sends_every_row() {
 /// number). Given as a string (say from a config), it is refused with INVALID_ARGUMENT before
 /// anything is claimed or sent — not silently read as the default.
 #[wasm_bindgen_test]
-async fn s8_flush_with_a_string_concurrency_is_refused_and_claims_nothing() {
+async fn s8_flush_with_a_bad_concurrency_is_refused_and_claims_nothing() {
     let db = db_name("flush-options-concurrency");
     let a = open(&db, "tab-a").await;
     enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
@@ -91,6 +91,13 @@ async fn s8_flush_with_a_string_concurrency_is_refused_and_claims_nothing() {
     let (code, message) = coded(&err);
     assert_eq!(code, "INVALID_ARGUMENT", "{message}");
     assert!(message.contains("concurrency"), "{message}");
+    // NaN, Infinity and 0 are mistakes too (as at `open`), not 1 or every row at once.
+    for bad in ["NaN", "Infinity", "0"] {
+        let o = flush_opts("alice", "return {type: 'success', receipt: {}};");
+        set(&o, "concurrency", &expr(bad));
+        let err = settle(a.flush(o)).await.expect_err(bad);
+        assert_eq!(coded(&err).0, "INVALID_ARGUMENT", "{bad}");
+    }
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["state"], "queued", "nothing claimed: {rows}");
     // A number is taken.

@@ -63,6 +63,17 @@ pub struct AppIndex {
     pub multi_entry: bool,
 }
 
+/// A store's key path may not lead through the stub field (`$outboxMovedTo`, docs/api.md):
+/// a record keyed there would read as a stub forwarding to itself.
+fn names_stub_field(v: &Value) -> bool {
+    let through = |p: &str| p.split('.').next() == Some(outbox_core::records::MOVED_TO);
+    match v {
+        Value::String(p) => through(p),
+        Value::Array(ps) => ps.iter().any(|p| p.as_str().is_some_and(through)),
+        _ => false,
+    }
+}
+
 fn is_key_path(v: &Value) -> bool {
     match v {
         Value::String(_) => true,
@@ -157,8 +168,11 @@ impl AppSchema {
                 )));
             }
             names.push(&s.name);
-            if s.key_path.as_ref().is_some_and(|k| !is_key_path(k)) {
-                return Err(OutboxError::invalid(format!("`records.stores`: `{}` has a bad keyPath", s.name)));
+            if s.key_path.as_ref().is_some_and(|k| !is_key_path(k) || names_stub_field(k)) {
+                return Err(OutboxError::invalid(format!(
+                    "`records.stores`: `{}` has a bad keyPath (or one through the reserved `$outboxMovedTo`)",
+                    s.name
+                )));
             }
             let mut idx: Vec<&str> = Vec::new();
             for i in &s.indexes {

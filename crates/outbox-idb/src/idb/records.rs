@@ -104,13 +104,14 @@ async fn get(store: &IdbObjectStore, key: &Value) -> std::result::Result<JsValue
 
 /// The key a write naming `key` lands on, and the record there: `key`, or where the
 /// forwarding stubs left by rekeys lead, however many (`outbox_core::records::Landing`).
-/// Fails on stubs that form a cycle (written outside the library).
+/// Stubs that form a cycle (written outside the library) are followed until the one that
+/// turns back: that key and its stub are returned, which is no record.
 async fn landing(store: &IdbObjectStore, key: &Value) -> std::result::Result<(Value, JsValue), JsValue> {
     let mut landing = Landing::new(key.clone());
     let mut current = get(store, landing.key()).await?;
     while let Some(to) = moved_to(&current) {
         if !landing.follow(to) {
-            return Err(js_sys::Error::new("the forwarding stubs form a cycle").into());
+            break;
         }
         current = get(store, landing.key()).await?;
     }
@@ -186,10 +187,18 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
         let fail = |e: JsValue| refused(tx, name, &e);
         match w {
             RecordWrite::Put { value, key, .. } => {
-                // The key given, or the one the value holds at a simple key path.
+                // The key given, or the one the value holds at its key path (one part per
+                // component of a compound key path).
+                let at_path = |p: &Value| p.as_str()?.split('.').try_fold(value, |v, part| v.get(part)).cloned();
                 let named = key.clone().or_else(|| match &path {
-                    Value::String(p) => p.split('.').try_fold(value, |v, part| v.get(part)).cloned(),
-                    _ => None,
+                    Value::Array(ps) => {
+                        let mut parts = Vec::with_capacity(ps.len());
+                        for p in ps {
+                            parts.push(at_path(p)?);
+                        }
+                        Some(Value::Array(parts))
+                    }
+                    p => at_path(p),
                 });
                 // A put by a key a rekey left behind lands on the moved record.
                 let at = match named.filter(is_key) {
