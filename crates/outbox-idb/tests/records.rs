@@ -187,6 +187,18 @@ async fn a_store_with_a_compound_key_path_is_written_and_rekeyed() {
     assert_eq!(all, json!([{"list": "home", "id": "9", "n": 3}]), "one record, at its new key");
 }
 
+/// Two stubs of `todos` forwarding to each other (`a` → `b` → `a`), written with plain
+/// IndexedDB: what only a writer outside the library can make.
+async fn stub_cycle(db: &str, a: &str, b: &str) {
+    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
+        r.onsuccess = () => { const tx = r.result.transaction('todos', 'readwrite'); const s = tx.objectStore('todos');
+          s.put({id: a, $outboxMovedTo: b}); s.put({id: b, $outboxMovedTo: a});
+          tx.oncomplete = () => { r.result.close(); ok(); }; tx.onerror = () => err(tx.error); }; });";
+    let f = js_sys::Function::new_with_args("db, a, b", script);
+    let p = f.call3(&JsValue::NULL, &db.into(), &a.into(), &b.into()).unwrap();
+    settle(p.unchecked_into()).await.unwrap();
+}
+
 #[wasm_bindgen_test]
 async fn a_write_by_the_first_key_follows_every_stub_and_a_cycle_of_stubs_is_no_record() {
     let db = db_name("records-chain");
@@ -203,11 +215,7 @@ async fn a_write_by_the_first_key_follows_every_stub_and_a_cycle_of_stubs_is_no_
     // Stubs that turn back (written by hand, not by the library) are no record: a patch
     // through them changes nothing and its enqueue commits; a put replaces the stub where
     // the cycle closes, which ends it.
-    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
-        r.onsuccess = () => { const tx = r.result.transaction('todos', 'readwrite'); const s = tx.objectStore('todos');
-          s.put({id: 'x', $outboxMovedTo: 'y'}); s.put({id: 'y', $outboxMovedTo: 'x'});
-          tx.oncomplete = () => { r.result.close(); ok(); }; tx.onerror = () => err(tx.error); }; });";
-    settle(js("db", script).call1(&JsValue::NULL, &db.as_str().into()).unwrap().unchecked_into()).await.unwrap();
+    stub_cycle(&db, "x", "y").await;
     let cyc = obj(json!({"owner": "alice", "kind": "update", "target": "x", "body": {"n": 1}}));
     let row = ok(a.enqueue(cyc.clone(), writes(json!([{"store": "todos", "patch": "x", "set": {"n": 1}}])))).await;
     assert_eq!(row["target"], "x", "the enqueue committed");
@@ -226,11 +234,7 @@ async fn a_write_by_the_first_key_follows_every_stub_and_a_cycle_of_stubs_is_no_
 async fn a_reconcile_through_a_cycle_of_stubs_still_acknowledges_the_row() {
     let db = db_name("records-cycle-reconcile");
     let a = open_app(&db, "tab-a", 1).await;
-    let script = "return new Promise((ok, err) => { const r = indexedDB.open(db); r.onerror = () => err(r.error);
-        r.onsuccess = () => { const tx = r.result.transaction('todos', 'readwrite'); const s = tx.objectStore('todos');
-          s.put({id: 't1', $outboxMovedTo: 't2'}); s.put({id: 't2', $outboxMovedTo: 't1'});
-          tx.oncomplete = () => { r.result.close(); ok(); }; tx.onerror = () => err(tx.error); }; });";
-    settle(js("db", script).call1(&JsValue::NULL, &db.as_str().into()).unwrap().unchecked_into()).await.unwrap();
+    stub_cycle(&db, "t1", "t2").await;
     let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
     ok(a.enqueue(op, JsValue::UNDEFINED)).await;
     let o = obj(json!({"owner": "alice"}));
