@@ -8,7 +8,7 @@
 
 use crate::answer::error;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, OriginalUri, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::de::DeserializeOwned;
@@ -129,7 +129,11 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
             (header("idempotency-key").unwrap_or_default(), header("if-match"))
         };
         let method = req.method().as_str().to_owned();
-        let path = req.uri().path_and_query().map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned());
+        // The URI the client sent: inside a nested router (`Router::nest("/t/{tenant}", api)`)
+        // `req.uri()` has lost the prefix, and two tenants' requests under one key would
+        // share a fingerprint (the second answered with the first's receipt, never applied).
+        let uri = req.extensions().get::<OriginalUri>().map_or_else(|| req.uri().clone(), |o| o.0.clone());
+        let path = uri.path_and_query().map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned());
         // Refuse a bad key before reading the body.
         Idempotent::new(&key, &method, &path, None, Bytes::new())?;
         let body = Bytes::from_request(req, state).await.map_err(|rejection| {

@@ -227,3 +227,51 @@ mod postgres {
         assert_eq!(rows, 1, "the failed attempt's write rolled back");
     }
 }
+
+struct Tenants {
+    gate: Gate<Sqlite>,
+}
+
+async fn tenant_op(
+    State(app): State<Arc<Tenants>>,
+    axum::extract::Path(tenant): axum::extract::Path<String>,
+    req: Idempotent,
+) -> Response {
+    app.gate
+        .run("ada", req, move |tx| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO things (tenant) VALUES ($1)").bind(&tenant).execute(&mut **tx).await?;
+                Ok(Answer::new(StatusCode::CREATED, json!({"tenant": tenant})))
+            })
+        })
+        .await
+}
+
+/// SPEC §14 (another request under a key is refused with 422, never answered with someone
+/// else's receipt): inside a nested router the path the handler sees has lost its prefix,
+/// so `/t/a/op` and `/t/b/op` under one key used to share a fingerprint — tenant b got a 201
+/// replay of tenant a's answer and was never applied. The gate fingerprints the URI the
+/// client sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_router_fingerprints_the_full_path() {
+    let pool = Sqlite::fresh("library_nested", Duration::from_secs(5)).await;
+    sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
+    let gate = Gate::new(pool.clone(), Config::default()).await.unwrap();
+    let api = Router::new().route("/op", post(tenant_op));
+    let app = Router::new().nest("/t/{tenant}", api).with_state(Arc::new(Tenants { gate }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = reqwest::Client::new();
+    let send = |tenant: &str| {
+        client.post(format!("{base}/t/{tenant}/op")).header("Idempotency-Key", "k1").json(&json!({"x": 1})).send()
+    };
+    let a = Reply::of(send("a").await.unwrap()).await;
+    assert_eq!(a.status, 201, "{a:?}");
+    let again = Reply::of(send("a").await.unwrap()).await;
+    assert_eq!((again.status, again.body["tenant"].as_str()), (201, Some("a")), "a's resend is replayed");
+    let b = Reply::of(send("b").await.unwrap()).await;
+    assert_eq!(b.status, 422, "tenant b's request is another request under the key: {b:?}");
+    let applied: Vec<String> = sqlx::query_scalar("SELECT tenant FROM things").fetch_all(&pool).await.unwrap();
+    assert_eq!(applied, vec!["a".to_owned()]);
+}
