@@ -218,7 +218,10 @@ const SQLITE: Sql = Sql {
 };
 
 /// PostgreSQL: times are `TIMESTAMPTZ` (epoch milliseconds cross the wire and are
-/// converted in SQL), the answer is `JSONB`.
+/// converted in SQL), the answer is JSON text. Not `JSONB`: it refuses a string holding
+/// U+0000 (an app echoing user input), which failed every attempt's commit — the operation
+/// was never applied, never blocked, sent again for ever — and it reorders keys, so a
+/// replay's bytes differed from the first answer's.
 const POSTGRES: Sql = Sql {
     schema: "CREATE TABLE IF NOT EXISTS gate_idempotency (
         actor TEXT NOT NULL,
@@ -229,7 +232,7 @@ const POSTGRES: Sql = Sql {
         fence BIGINT NOT NULL,
         lease_until TIMESTAMPTZ NOT NULL,
         response_status INTEGER,
-        response_body JSONB,
+        response_body TEXT,
         created_at TIMESTAMPTZ NOT NULL,
         completed_at TIMESTAMPTZ,
         expires_at TIMESTAMPTZ,
@@ -246,7 +249,7 @@ const POSTGRES: Sql = Sql {
         WHERE actor = $2 AND key = $3 AND status = 'processing' AND fence = $4
           AND lease_until <= to_timestamp($5::float8 / 1000)",
     complete: "UPDATE gate_idempotency SET status = 'completed', response_status = $1::bigint::int,
-        response_body = $2::jsonb, completed_at = to_timestamp($3::float8 / 1000),
+        response_body = $2, completed_at = to_timestamp($3::float8 / 1000),
         expires_at = to_timestamp($4::float8 / 1000)
         WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
     release: "DELETE FROM gate_idempotency
@@ -436,6 +439,19 @@ impl EngineExtra for Postgres {
         sqlx::query("SELECT pg_advisory_xact_lock(7262960341)").execute(&mut *tx).await?;
         for statement in schema.split(';').filter(|s| !s.trim().is_empty()) {
             sqlx::query(statement).execute(&mut *tx).await?;
+        }
+        // A ledger made by an earlier version keeps its answers as `JSONB`: turned into
+        // text once (the stored answers stay the same JSON).
+        let jsonb: Option<String> = sqlx::query_scalar(
+            "SELECT data_type::text FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = 'gate_idempotency' AND column_name = 'response_body' AND data_type = 'jsonb'",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        if jsonb.is_some() {
+            sqlx::query("ALTER TABLE gate_idempotency ALTER COLUMN response_body TYPE TEXT USING response_body::text")
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await
     }

@@ -226,6 +226,82 @@ mod postgres {
         let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM things").fetch_one(&pool).await.unwrap();
         assert_eq!(rows, 1, "the failed attempt's write rolled back");
     }
+
+    /// The ledger table as versions before 2026-12-03 made it (the answer as `JSONB`), with
+    /// one completed answer under key `old` for the request `echo` tests send.
+    fn old_jsonb_ledger() -> String {
+        let fp = outbox_gate::request::fingerprint("POST", "/echo", None, br#"{"note":"a\u0000b"}"#);
+        format!(
+            "CREATE TABLE gate_idempotency (
+                actor TEXT NOT NULL, key TEXT NOT NULL, operation TEXT NOT NULL, fingerprint TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('processing', 'completed')), fence BIGINT NOT NULL,
+                lease_until TIMESTAMPTZ NOT NULL, response_status INTEGER, response_body JSONB,
+                created_at TIMESTAMPTZ NOT NULL, completed_at TIMESTAMPTZ, expires_at TIMESTAMPTZ,
+                PRIMARY KEY (actor, key));
+            INSERT INTO gate_idempotency VALUES ('ada', 'old', 'POST /echo', '{fp}', 'completed', 1, now(), 201,
+                '{{\"stored\": \"before\"}}', now(), now(), now() + interval '1 day')"
+        )
+    }
+
+    async fn echo(State(gate): State<Arc<Gate<sqlx::Postgres>>>, req: Idempotent) -> Response {
+        let note = req.json::<serde_json::Value>().ok().flatten().unwrap_or_default()["note"].clone();
+        gate.run("ada", req, move |tx| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO things (n) VALUES (1)").execute(&mut **tx).await?;
+                Ok(Answer::new(StatusCode::CREATED, json!({"note": note, "z": 1, "a": 2})))
+            })
+        })
+        .await
+    }
+
+    /// An answer holding U+0000 (the app echoes user input) is stored and replayed. Kept as
+    /// `JSONB` it was refused at commit (22P05): every attempt answered 500, nothing applied,
+    /// the row sent again for ever. And a ledger an earlier version made with a `JSONB`
+    /// column is turned into text at start, its stored answers still replayed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_with_u0000_is_stored_and_an_older_jsonb_ledger_is_migrated() {
+        let pool = sqlx::Postgres::fresh("library_nul", Duration::from_secs(5)).await;
+        sqlx::query("CREATE TABLE things (n INTEGER)").execute(&pool).await.unwrap();
+        // The earlier version's table, with one completed answer in it.
+        let old = old_jsonb_ledger();
+        for statement in old.split(';').filter(|s| !s.trim().is_empty()) {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        let gate = Arc::new(Gate::new(pool.clone(), Config::default()).await.unwrap());
+        let kind: String = sqlx::query_scalar(
+            "SELECT data_type::text FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = 'gate_idempotency' AND column_name = 'response_body'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(kind, "text", "migrated");
+        let app = Router::new().route("/echo", post(echo)).with_state(gate);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let send = |key: &str| {
+            reqwest::Client::new()
+                .post(format!("{base}/echo"))
+                .header("Idempotency-Key", key)
+                .json(&json!({"note": "a\u{0}b"}))
+                .send()
+        };
+        let first = send("nul").await.unwrap();
+        assert_eq!(first.status(), 201);
+        let first_bytes = first.bytes().await.unwrap();
+        let again = send("nul").await.unwrap();
+        assert_eq!(again.status(), 201);
+        assert!(again.headers().contains_key("idempotent-replayed"));
+        assert_eq!(again.bytes().await.unwrap(), first_bytes, "the same bytes replayed");
+        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM things").fetch_one(&pool).await.unwrap();
+        assert_eq!(rows, 1, "applied once");
+        // The answer stored before the migration is still replayed.
+        let old = send("old").await.unwrap();
+        assert_eq!(old.status(), 201);
+        assert!(old.headers().contains_key("idempotent-replayed"));
+        assert_eq!(old.json::<serde_json::Value>().await.unwrap(), json!({"stored": "before"}));
+    }
 }
 
 struct Tenants {
