@@ -60,12 +60,14 @@
 // again for ever), a put keyed only in its value at a compound key path follows stubs, a
 // store keyPath through `$outboxMovedTo` refused, a flush's `concurrency` checked as at
 // `open`; an answer's `retryAfterMs` read from any finite number.
+// Lowered to 181,400 (to 181,378): the key at a key path read by one function where
+// `check` and `apply` each had their own.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 
-const BUDGET_GZIP_BYTES = 181_600;
+const BUDGET_GZIP_BYTES = 181_400;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

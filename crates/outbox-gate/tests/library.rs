@@ -38,9 +38,7 @@ async fn a_handler_that_panics_is_answered_500_rolled_back_and_its_key_released(
     let config = Config { lease: Duration::from_secs(3600), ..Config::default() };
     let gate = Arc::new(Gate::new(pool.clone(), config).await.unwrap());
     let app = Router::new().route("/boom", post(boom)).with_state(gate);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = common::serve(app).await;
     let send =
         || reqwest::Client::new().post(format!("{base}/boom")).header("Idempotency-Key", "k").json(&json!({})).send();
 
@@ -99,9 +97,7 @@ impl FlakyServer {
         let runs = Arc::new(AtomicUsize::new(0));
         let app =
             Router::new().route("/flaky", post(flaky)).with_state(Arc::new(Flaky { gate, first, runs: runs.clone() }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let base = common::serve(app).await;
         FlakyServer { base, pool, runs }
     }
 
@@ -203,9 +199,7 @@ mod postgres {
         let config = Config { lease: Duration::from_secs(3600), ..Config::default() };
         let gate = Arc::new(Gate::new(pool.clone(), config).await.unwrap());
         let app = Router::new().route("/contended", post(contended)).with_state(gate);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let base = common::serve(app).await;
         let send = || {
             reqwest::Client::new()
                 .post(format!("{base}/contended"))
@@ -277,9 +271,7 @@ mod postgres {
         .unwrap();
         assert_eq!(kind, "text", "migrated");
         let app = Router::new().route("/echo", post(echo)).with_state(gate);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let base = common::serve(app).await;
         let send = |key: &str| {
             reqwest::Client::new()
                 .post(format!("{base}/echo"))
@@ -335,9 +327,7 @@ async fn a_nested_router_fingerprints_the_full_path() {
     let gate = Gate::new(pool.clone(), Config::default()).await.unwrap();
     let api = Router::new().route("/op", post(tenant_op));
     let app = Router::new().nest("/t/{tenant}", api).with_state(Arc::new(Tenants { gate }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = common::serve(app).await;
     let client = reqwest::Client::new();
     let send = |tenant: &str| {
         client.post(format!("{base}/t/{tenant}/op")).header("Idempotency-Key", "k1").json(&json!({"x": 1})).send()

@@ -56,9 +56,7 @@ async fn setup(name: &str, lease_ms: u64, lock_timeout_ms: u64) -> (String, Arc<
     let gate = Gate::new(pool.clone(), config).await.unwrap();
     let app = Arc::new(App { gate, go_a: Notify::new(), a_first: AtomicBool::new(true) });
     let router = Router::new().route("/op", post(op)).with_state(app.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let base = common::serve(router).await;
     (base, app, pool)
 }
 

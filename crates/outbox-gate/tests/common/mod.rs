@@ -92,10 +92,15 @@ pub async fn start<DB: TestDb>(name: &str, setup: Setup) -> Server<DB> {
     let app = demo::app(Gate::new(pool.clone(), setup.config).await.unwrap(), setup.options).await.unwrap();
     // A second gate over the same pool, for the tests' direct calls (purge).
     let gate = std::sync::Arc::new(Gate::new(pool.clone(), setup.config).await.unwrap());
+    Server { base: serve(app).await, pool, gate }
+}
+
+/// Serves `app` on a free loopback port for the rest of the test; its base URL.
+pub async fn serve(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    Server { base: format!("http://{addr}"), pool, gate }
+    base
 }
 
 /// An answer as the client saw it.

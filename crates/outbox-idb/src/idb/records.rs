@@ -138,6 +138,24 @@ fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> std::resul
     Object::from_entries(&fields).map(JsValue::from)
 }
 
+/// The key `value` holds at the store's key `path`: at a dotted path, or one key per
+/// component of a compound key path (an array of them). `None` when a part is missing or is
+/// no key, and for out-of-line keys (`null`).
+fn key_in_value(value: &Value, path: &Value) -> Option<Value> {
+    let at = |p: &Value| p.as_str()?.split('.').try_fold(value, |v, part| v.get(part)).filter(|k| is_key(k)).cloned();
+    match path {
+        Value::String(_) => at(path),
+        Value::Array(ps) => {
+            let mut parts = Vec::with_capacity(ps.len());
+            for p in ps {
+                parts.push(at(p)?);
+            }
+            Some(Value::Array(parts))
+        }
+        _ => None,
+    }
+}
+
 /// Refuses, before anything is issued, the writes IndexedDB would certainly refuse: a store
 /// the transaction does not cover, a put with no key to store it under (none given, none at
 /// the store's key path, no key generator), a key that does not fit a compound key path.
@@ -154,13 +172,8 @@ pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result
                 (Value::Null, None) => store.auto_increment(),
                 (Value::Null, Some(_)) => true,
                 (p, Some(k)) => set_key(&mut value.clone(), p, k),
-                (Value::String(p), None) => {
-                    store.auto_increment() || p.split('.').try_fold(value, |v, part| v.get(part)).is_some_and(is_key)
-                }
-                (Value::Array(ps), None) => ps.iter().all(|p| {
-                    p.as_str().unwrap_or_default().split('.').try_fold(value, |v, part| v.get(part)).is_some_and(is_key)
-                }),
-                (_, None) => false,
+                (Value::String(_), None) if store.auto_increment() => true,
+                (p, None) => key_in_value(value, p).is_some(),
             };
             if !fits {
                 return Err(format!("a put to `{name}` has no key that fits the store"));
@@ -187,19 +200,8 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
         let fail = |e: JsValue| refused(tx, name, &e);
         match w {
             RecordWrite::Put { value, key, .. } => {
-                // The key given, or the one the value holds at its key path (one part per
-                // component of a compound key path).
-                let at_path = |p: &Value| p.as_str()?.split('.').try_fold(value, |v, part| v.get(part)).cloned();
-                let named = key.clone().or_else(|| match &path {
-                    Value::Array(ps) => {
-                        let mut parts = Vec::with_capacity(ps.len());
-                        for p in ps {
-                            parts.push(at_path(p)?);
-                        }
-                        Some(Value::Array(parts))
-                    }
-                    p => at_path(p),
-                });
+                // The key given, or the one the value holds at its key path.
+                let named = key.clone().or_else(|| key_in_value(value, &path));
                 // A put by a key a rekey left behind lands on the moved record.
                 let at = match named.filter(is_key) {
                     Some(k) => Some(landing(&store, &k).await.map_err(fail)?.0),
