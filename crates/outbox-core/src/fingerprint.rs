@@ -25,10 +25,26 @@ pub fn fingerprint(kind: Kind, target: &str, body: &Value, revision: Option<&Val
 /// Writes `value` as JCS canonical JSON (keys sorted by UTF-16 code units, ECMAScript
 /// number form, minimal string escapes).
 pub fn write_canonical(out: &mut String, value: &Value) {
+    write(out, value, false);
+}
+
+/// [`canonical_json`], except that an integer beyond 2^53 that serde_json read exactly (an
+/// `i64` or `u64`) keeps its digits instead of becoming the nearest double. For a server
+/// comparing two requests (the gate, SPEC §14): a handler that reads such a number as an
+/// integer sees two values where JCS writes one. Equal to [`canonical_json`] for every
+/// value without such an integer.
+#[must_use]
+pub fn canonical_json_exact(value: &Value) -> String {
+    let mut s = String::new();
+    write(&mut s, value, true);
+    s
+}
+
+fn write(out: &mut String, value: &Value, exact: bool) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n),
+        Value::Number(n) => write_number(out, n, exact),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -36,7 +52,7 @@ pub fn write_canonical(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_canonical(out, item);
+                write(out, item, exact);
             }
             out.push(']');
         }
@@ -50,7 +66,7 @@ pub fn write_canonical(out: &mut String, value: &Value) {
                 }
                 write_string(out, k);
                 out.push(':');
-                write_canonical(out, &map[k]);
+                write(out, &map[k], exact);
             }
             out.push('}');
         }
@@ -65,15 +81,15 @@ pub fn canonical_json(value: &Value) -> String {
     s
 }
 
-fn write_number(out: &mut String, n: &serde_json::Number) {
+fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
     if let Some(i) = n.as_i64() {
         // Integers beyond 2^53 are not exact in JS either; JCS formats the double.
-        if i.unsigned_abs() <= (1u64 << 53) {
+        if exact || i.unsigned_abs() <= (1u64 << 53) {
             let _ = write!(out, "{i}");
             return;
         }
     } else if let Some(u) = n.as_u64() {
-        if u <= (1u64 << 53) {
+        if exact || u <= (1u64 << 53) {
             let _ = write!(out, "{u}");
             return;
         }
@@ -137,6 +153,17 @@ mod tests {
         assert_eq!(canonical_json(&json!(-9_007_199_254_740_993_i64)), "-9007199254740992");
         assert_eq!(canonical_json(&json!(u64::MAX)), "18446744073709552000");
         assert_eq!(canonical_json(&json!(9_007_199_254_740_992_i64)), "9007199254740992");
+    }
+
+    #[test]
+    fn the_exact_form_keeps_the_digits_of_big_integers_and_nothing_else_changes() {
+        let v = json!({"b": [9_007_199_254_740_993_i64, -9_007_199_254_740_993_i64, u64::MAX], "a": [1, 2.5, 1e21, -0.0]});
+        assert_eq!(
+            canonical_json_exact(&v),
+            "{\"a\":[1,2.5,1e+21,0],\"b\":[9007199254740993,-9007199254740993,18446744073709551615]}"
+        );
+        let ordinary = json!({"b": [1, 2.5, 1e21, -0.0, 9_007_199_254_740_992_i64], "a": "x\u{1}", "\u{1f600}": {"z": null}});
+        assert_eq!(canonical_json_exact(&ordinary), canonical_json(&ordinary));
     }
 
     #[test]

@@ -30,6 +30,7 @@
 
 pub mod answer;
 pub mod demo;
+pub mod fingerprint;
 pub mod gate;
 pub mod ledger;
 pub mod pools;

@@ -12,8 +12,6 @@ use axum::extract::{FromRequest, OriginalUri, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// The longest `Idempotency-Key` and actor the gate accepts, in bytes (keys are ASCII).
 pub const MAX_KEY_LEN: usize = 255;
@@ -97,24 +95,8 @@ impl Idempotent {
     }
 }
 
-/// The gate's own fingerprint of a request (it does not trust the client's): SHA-256 of the
-/// canonical JSON of method, path, `If-Match` and body (a JSON body is canonicalised, so
-/// key order does not matter; another body counts by its bytes).
-pub fn fingerprint(method: &str, path: &str, if_match: Option<&str>, body: &[u8]) -> String {
-    let body = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice::<Value>(body).unwrap_or_else(|_| json!({"bytes": hex(&Sha256::digest(body))}))
-    };
-    let canon = outbox_core::fingerprint::canonical_json(
-        &json!({"method": method, "path": path, "ifMatch": if_match, "body": body}),
-    );
-    hex(&Sha256::digest(canon.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// The gate's fingerprint of a request: see [`crate::fingerprint`].
+pub use crate::fingerprint::fingerprint;
 
 impl<S: Send + Sync> FromRequest<S> for Idempotent {
     type Rejection = Response;
@@ -123,10 +105,12 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
         let (key, if_match) = {
             // Each byte as the Latin-1 character it is (HTTP's obs-text): two headers that
             // differ give two texts, so two fingerprints.
-            let header = |name: &str| {
-                req.headers().get(name).map(|v| v.as_bytes().iter().map(|&b| char::from(b)).collect::<String>())
-            };
-            (header("idempotency-key").unwrap_or_default(), header("if-match"))
+            let text = |v: &axum::http::HeaderValue| v.as_bytes().iter().map(|&b| char::from(b)).collect::<String>();
+            let key = req.headers().get("idempotency-key").map(text).unwrap_or_default();
+            // Every `If-Match` line, as HTTP reads a repeated header (one list): a second
+            // line is part of the request, not noise after the first.
+            let if_match: Vec<String> = req.headers().get_all("if-match").iter().map(text).collect();
+            (key, (!if_match.is_empty()).then(|| if_match.join(", ")))
         };
         let method = req.method().as_str().to_owned();
         // The URI the client sent: inside a nested router (`Router::nest("/t/{tenant}", api)`)

@@ -31,14 +31,21 @@ async fn an_if_match_that_is_not_text_is_refused_and_nothing_is_applied() {
 
 /// The fingerprint an app's handler gets for a request with this `If-Match`.
 async fn fingerprint_with(if_match: &'static [u8]) -> String {
+    fingerprint_with_lines(&[if_match]).await
+}
+
+/// The same with one `If-Match` line per value.
+async fn fingerprint_with_lines(lines: &[&'static [u8]]) -> String {
     use axum::extract::FromRequest;
-    let req = axum::http::Request::builder()
+    let mut req = axum::http::Request::builder()
         .method("PUT")
         .uri("/api/records/workout/1")
         .header("idempotency-key", "k")
-        .header("if-match", axum::http::HeaderValue::from_bytes(if_match).unwrap())
         .body(axum::body::Body::from("{}"))
         .unwrap();
+    for line in lines {
+        req.headers_mut().append("if-match", axum::http::HeaderValue::from_bytes(line).unwrap());
+    }
     let idempotent = outbox_gate::Idempotent::from_request(req, &()).await.expect("a valid request");
     idempotent.fingerprint().to_owned()
 }
@@ -48,4 +55,14 @@ async fn two_if_match_values_that_are_not_text_are_two_fingerprints() {
     let (a, b) = (fingerprint_with(b"1\xe9").await, fingerprint_with(b"1\xe8").await);
     assert_ne!(a, b, "another base revision is another request");
     assert_ne!(a, fingerprint_with(b"1").await);
+}
+
+/// A second `If-Match` line is part of the request (HTTP reads repeated lines as one list):
+/// only the first one used to count, so `"1"` then `"2"` was a replay of `"1"` alone.
+#[tokio::test]
+async fn every_if_match_line_counts() {
+    let both = fingerprint_with_lines(&[b"1", b"2"]).await;
+    assert_ne!(both, fingerprint_with(b"1").await);
+    assert_ne!(both, fingerprint_with_lines(&[b"1", b"3"]).await);
+    assert_eq!(both, fingerprint_with(b"1, 2").await, "one list, however it is split into lines");
 }

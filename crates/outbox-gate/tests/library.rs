@@ -341,3 +341,53 @@ async fn a_nested_router_fingerprints_the_full_path() {
     let applied: Vec<String> = sqlx::query_scalar("SELECT tenant FROM things").fetch_all(&pool).await.unwrap();
     assert_eq!(applied, vec!["a".to_owned()]);
 }
+
+async fn store_body(State(gate): State<Arc<Gate<Sqlite>>>, req: Idempotent) -> Response {
+    let body = String::from_utf8_lossy(req.body()).into_owned();
+    gate.run("ada", req, move |tx| {
+        Box::pin(async move {
+            sqlx::query("INSERT INTO things (body) VALUES ($1)").bind(&body).execute(&mut **tx).await?;
+            Ok(Answer::new(StatusCode::CREATED, json!({"stored": body})))
+        })
+    })
+    .await
+}
+
+/// SPEC §14 through the gate: bodies the fingerprint used to confuse (an integer beyond
+/// 2^53 and its nearest double, a body that is not JSON and the JSON naming its hash, a key
+/// named twice and the object with its last value) are other requests under a used key:
+/// `422`, and only the first is applied. Fails with the fingerprint of before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_differ_only_where_json_loses_precision_are_two_requests() {
+    use sha2::{Digest, Sha256};
+    let pool = Sqlite::fresh("library_fingerprint", Duration::from_secs(5)).await;
+    sqlx::query("CREATE TABLE things (body TEXT)").execute(&pool).await.unwrap();
+    let gate = Arc::new(Gate::new(pool.clone(), Config::default()).await.unwrap());
+    let base = common::serve(Router::new().route("/op", post(store_body)).with_state(gate));
+    let base = base.await;
+    let client = reqwest::Client::new();
+    let send = |key: &'static str, body: String| {
+        let req = client.post(format!("{base}/op")).header("Idempotency-Key", key).body(body);
+        async move { Reply::of(req.send().await.unwrap()).await }
+    };
+    let not_json = "not json".to_owned();
+    let its_hash = format!(
+        r#"{{"bytes":"{}"}}"#,
+        Sha256::digest(b"not json").iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let pairs = [
+        ("big", r#"{"n":9007199254740993}"#.to_owned(), r#"{"n":9007199254740992}"#.to_owned()),
+        ("raw", not_json, its_hash),
+        ("twice", r#"{"a":1,"a":2}"#.to_owned(), r#"{"a":2}"#.to_owned()),
+    ];
+    for (key, first, second) in &pairs {
+        let a = send(key, first.clone()).await;
+        assert_eq!(a.status, 201, "{key}: {a:?}");
+        let again = send(key, first.clone()).await;
+        assert_eq!((again.status, &again.body["stored"]), (201, &json!(first)), "{key}: the resend is replayed");
+        let b = send(key, second.clone()).await;
+        assert_eq!((b.status, b.body["code"].as_str()), (422, Some("PAYLOAD_CONFLICT")), "{key}: {b:?}");
+    }
+    let applied: Vec<String> = sqlx::query_scalar("SELECT body FROM things").fetch_all(&pool).await.unwrap();
+    assert_eq!(applied, pairs.iter().map(|p| p.1.clone()).collect::<Vec<_>>(), "each first body once, no second");
+}
