@@ -5,7 +5,7 @@
 # beside 100k other-owner rows, the package size. Prints one table (figure, ratio, target)
 # and writes test-results/bench.json. Asserts nothing about time.
 #
-#   scripts/bench.sh           the full run (issue 12's sizes, median of 3 at the small sizes)
+#   scripts/bench.sh           the full run (issue 12's sizes, median of 5 at the small sizes)
 #   scripts/bench.sh --quick   small sizes, one run each (for CI; about 2 minutes)
 #
 # GATE_PORT (default 8788) is the gate's port; PEER_PORT (default: a free one) the origin the
