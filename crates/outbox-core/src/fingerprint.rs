@@ -25,26 +25,30 @@ pub fn fingerprint(kind: Kind, target: &str, body: &Value, revision: Option<&Val
 /// Writes `value` as JCS canonical JSON (keys sorted by UTF-16 code units, ECMAScript
 /// number form, minimal string escapes).
 pub fn write_canonical(out: &mut String, value: &Value) {
-    write(out, value, false);
+    write::<false>(out, value);
 }
 
 /// [`canonical_json`], except that an integer beyond 2^53 that serde_json read exactly (an
-/// `i64` or `u64`) keeps its digits instead of becoming the nearest double. For a server
-/// comparing two requests (the gate, SPEC §14): a handler that reads such a number as an
-/// integer sees two values where JCS writes one. Equal to [`canonical_json`] for every
-/// value without such an integer.
+/// `i64` or `u64`) keeps its digits instead of becoming the nearest double, and a whole
+/// number serde_json read as a double (written `1.0`, `1e2` or `-0`) is written with `.0`
+/// after it (and `-0` keeps its sign). For a server comparing two requests (the gate, SPEC
+/// §14): a handler that reads such numbers as integers sees two requests where JCS writes
+/// one. Equal to [`canonical_json`] for every value without such numbers — every value
+/// `JSON.stringify` writes, but for whole numbers of 1e21 and more.
 #[must_use]
 pub fn canonical_json_exact(value: &Value) -> String {
     let mut s = String::new();
-    write(&mut s, value, true);
+    write::<true>(&mut s, value);
     s
 }
 
-fn write(out: &mut String, value: &Value, exact: bool) {
+/// `EXACT`: the exact form; a parameter of the type, so that the module the library ships
+/// (which writes only JCS) holds no code of the other.
+fn write<const EXACT: bool>(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n, exact),
+        Value::Number(n) => write_number(out, n, EXACT),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -52,7 +56,7 @@ fn write(out: &mut String, value: &Value, exact: bool) {
                 if i > 0 {
                     out.push(',');
                 }
-                write(out, item, exact);
+                write::<EXACT>(out, item);
             }
             out.push(']');
         }
@@ -66,7 +70,7 @@ fn write(out: &mut String, value: &Value, exact: bool) {
                 }
                 write_string(out, k);
                 out.push(':');
-                write(out, &map[k], exact);
+                write::<EXACT>(out, &map[k]);
             }
             out.push('}');
         }
@@ -96,10 +100,16 @@ fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
     }
     let f = n.as_f64().unwrap_or(0.0);
     if f == 0.0 {
-        out.push('0'); // -0 is written as 0
+        // -0 is written as 0 (JCS); the exact form keeps the sign.
+        out.push_str(if exact && f.is_sign_negative() { "-0" } else { "0" });
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format(f));
+    }
+    if exact && f.fract() == 0.0 {
+        // A whole number read from a fraction or an exponent (`1.0`, `1e2`, `-0`): not an
+        // integer to a typed reader, which refuses it where it takes `1` or `100`.
+        out.push_str(".0");
     }
 }
 
@@ -156,13 +166,14 @@ mod tests {
     }
 
     #[test]
-    fn the_exact_form_keeps_the_digits_of_big_integers_and_nothing_else_changes() {
-        let v = json!({"b": [9_007_199_254_740_993_i64, -9_007_199_254_740_993_i64, u64::MAX], "a": [1, 2.5, 1e21, -0.0]});
+    fn the_exact_form_keeps_big_integers_digits_and_marks_whole_doubles_and_nothing_else_changes() {
+        let v = json!({"b": [9_007_199_254_740_993_i64, -9_007_199_254_740_993_i64, u64::MAX], "a": [1, 2.5, 1e21, -0.0, 0.0, 100.0]});
         assert_eq!(
             canonical_json_exact(&v),
-            "{\"a\":[1,2.5,1e+21,0],\"b\":[9007199254740993,-9007199254740993,18446744073709551615]}"
+            "{\"a\":[1,2.5,1e+21.0,-0.0,0.0,100.0],\"b\":[9007199254740993,-9007199254740993,18446744073709551615]}"
         );
-        let ordinary = json!({"b": [1, 2.5, 1e21, -0.0, 9_007_199_254_740_992_i64], "a": "x\u{1}", "\u{1f600}": {"z": null}});
+        let ordinary =
+            json!({"b": [1, 2.5, -0.5, 1e-7, 9_007_199_254_740_992_i64], "a": "x\u{1}", "\u{1f600}": {"z": null}});
         assert_eq!(canonical_json_exact(&ordinary), canonical_json(&ordinary));
     }
 

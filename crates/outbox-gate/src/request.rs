@@ -28,7 +28,8 @@ pub struct Idempotent {
 }
 
 impl Idempotent {
-    /// Builds one from its parts (for apps that read the request themselves).
+    /// Builds one from its parts (for apps that read the request themselves), with at most
+    /// one `If-Match` line ([`Idempotent::with_lines`] for several).
     ///
     /// # Errors
     /// The key is empty, longer than [`MAX_KEY_LEN`] or not visible ASCII: a `400` answer.
@@ -37,6 +38,20 @@ impl Idempotent {
         method: &str,
         path: &str,
         if_match: Option<&str>,
+        body: Bytes,
+    ) -> Result<Idempotent, Response> {
+        Idempotent::with_lines(key, method, path, if_match.as_slice(), body)
+    }
+
+    /// [`Idempotent::new`] with every `If-Match` line of the request, in the order received.
+    ///
+    /// # Errors
+    /// As [`Idempotent::new`].
+    pub fn with_lines(
+        key: &str,
+        method: &str,
+        path: &str,
+        if_match: &[&str],
         body: Bytes,
     ) -> Result<Idempotent, Response> {
         if key.is_empty() {
@@ -56,7 +71,7 @@ impl Idempotent {
         Ok(Idempotent {
             key: key.to_owned(),
             operation: format!("{method} {path}"),
-            fingerprint: fingerprint(method, path, if_match, &body),
+            fingerprint: crate::fingerprint::fingerprint_lines(method, path, if_match, &body),
             body,
         })
     }
@@ -107,10 +122,10 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
             // differ give two texts, so two fingerprints.
             let text = |v: &axum::http::HeaderValue| v.as_bytes().iter().map(|&b| char::from(b)).collect::<String>();
             let key = req.headers().get("idempotency-key").map(text).unwrap_or_default();
-            // Every `If-Match` line, as HTTP reads a repeated header (one list): a second
-            // line is part of the request, not noise after the first.
+            // Every `If-Match` line: a second one is part of the request, not noise after
+            // the first (it was ignored).
             let if_match: Vec<String> = req.headers().get_all("if-match").iter().map(text).collect();
-            (key, (!if_match.is_empty()).then(|| if_match.join(", ")))
+            (key, if_match)
         };
         let method = req.method().as_str().to_owned();
         // The URI the client sent: inside a nested router (`Router::nest("/t/{tenant}", api)`)
@@ -128,6 +143,7 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
                 error(status, "INVALID", "the body could not be read")
             }
         })?;
-        Idempotent::new(&key, &method, &path, if_match.as_deref(), body)
+        let if_match: Vec<&str> = if_match.iter().map(String::as_str).collect();
+        Idempotent::with_lines(&key, &method, &path, &if_match, body)
     }
 }
