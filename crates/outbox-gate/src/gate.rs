@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use sqlx::{Pool, Transaction};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the gate holds things.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,15 +136,15 @@ impl<DB: Engine> Gate<DB> {
         // If this future is dropped before it finishes (the handler panicked, the runtime
         // shuts down), the guard releases the reservation so that a retry need not wait
         // for the lease.
-        let fingerprint = request.fingerprint();
-        let mut guard = ReleaseOnDrop {
-            pool: Some(self.pool.clone()),
+        let held = Held {
             actor: actor.to_owned(),
             key: key.to_owned(),
-            fingerprint: fingerprint.to_owned(),
+            fingerprint: request.fingerprint().to_owned(),
             fence,
+            lease_ends: Instant::now() + self.config.lease,
         };
-        let outcome = self.attempt(actor, key, fingerprint, fence, handler).await;
+        let mut guard = ReleaseOnDrop { pool: Some(self.pool.clone()), held: held.clone() };
+        let outcome = self.attempt(actor, key, request.fingerprint(), fence, handler).await;
         guard.pool = None;
         match outcome {
             Ok(Attempt::Stored(answer)) => answer.into_response(),
@@ -152,21 +152,25 @@ impl<DB: Engine> Gate<DB> {
             Ok(Attempt::TakenOver) => in_progress(ms(self.config.lease)),
             // Rolled back: the resend with this key runs the handler again.
             Ok(Attempt::NotFinal(answer)) => {
-                self.release(actor, key, fingerprint, fence).await;
+                self.release(held).await;
                 answer.into_response()
             }
             Err(e) => {
                 // Nothing was committed (or, if the commit's answer was lost, the record is
                 // completed and this release does nothing).
-                self.release(actor, key, fingerprint, fence).await;
+                self.release(held).await;
                 self.failure(&e)
             }
         }
     }
 
-    async fn release(&self, actor: &str, key: &str, fingerprint: &str, fence: i64) {
-        if let Err(e) = DB::release(&self.pool, actor, key, fingerprint, fence).await {
-            eprintln!("outbox-gate: cannot release {key}: {e}");
+    /// Drops a reservation whose request was not carried out. A release the database
+    /// refuses (busy, say) is tried again in the background until it holds: otherwise every
+    /// resend would be answered `409` until the lease ends.
+    async fn release(&self, held: Held) {
+        if let Err(e) = DB::release(&self.pool, &held.actor, &held.key, &held.fingerprint, held.fence).await {
+            eprintln!("outbox-gate: cannot release {} yet ({e}); trying again", held.key);
+            release_in_background(self.pool.clone(), held, RELEASE_RETRY_FIRST);
         }
     }
 
@@ -268,26 +272,53 @@ fn in_progress(retry_after_ms: i64) -> Response {
     retry_later(StatusCode::CONFLICT, "IN_PROGRESS", "the first request with this key is still running", after)
 }
 
-/// Releases a reservation when the request's future is dropped before it finished.
-struct ReleaseOnDrop<DB: Engine> {
-    pool: Option<Pool<DB>>,
+/// A reservation this gate holds: what releasing it names.
+#[derive(Clone)]
+struct Held {
     actor: String,
     key: String,
     fingerprint: String,
     fence: i64,
+    /// When another request may take it over: releasing it later could drop that one's.
+    lease_ends: Instant,
+}
+
+/// The first wait before a refused release is tried again; each later one doubles, up to
+/// [`RELEASE_RETRY_MAX`].
+const RELEASE_RETRY_FIRST: Duration = Duration::from_millis(100);
+const RELEASE_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Releases `held` in a task of its own after `wait`, and again with backoff while the
+/// database refuses, until it holds or the lease has ended (a takeover frees the key then;
+/// a release after it could drop the next holder's reservation).
+fn release_in_background<DB: Engine>(pool: Pool<DB>, held: Held, mut wait: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        loop {
+            if Instant::now() + wait >= held.lease_ends {
+                eprintln!("outbox-gate: {} stays reserved until its lease ends", held.key);
+                return;
+            }
+            tokio::time::sleep(wait).await;
+            if DB::release(&pool, &held.actor, &held.key, &held.fingerprint, held.fence).await.is_ok() {
+                return;
+            }
+            wait = (wait * 2).max(RELEASE_RETRY_FIRST).min(RELEASE_RETRY_MAX);
+        }
+    });
+}
+
+/// Releases a reservation when the request's future is dropped before it finished.
+struct ReleaseOnDrop<DB: Engine> {
+    /// `None` once the request finished (its own path releases what it must).
+    pool: Option<Pool<DB>>,
+    held: Held,
 }
 
 impl<DB: Engine> Drop for ReleaseOnDrop<DB> {
     fn drop(&mut self) {
-        let Some(pool) = self.pool.take() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (actor, key, fingerprint) =
-            (std::mem::take(&mut self.actor), std::mem::take(&mut self.key), std::mem::take(&mut self.fingerprint));
-        let fence = self.fence;
-        runtime.spawn(async move {
-            if let Err(e) = DB::release(&pool, &actor, &key, &fingerprint, fence).await {
-                eprintln!("outbox-gate: cannot release {key} of a dropped request: {e}");
-            }
-        });
+        if let Some(pool) = self.pool.take() {
+            release_in_background(pool, self.held.clone(), Duration::ZERO);
+        }
     }
 }

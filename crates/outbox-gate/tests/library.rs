@@ -391,3 +391,32 @@ async fn bodies_that_differ_only_where_json_loses_precision_are_two_requests() {
     let applied: Vec<String> = sqlx::query_scalar("SELECT body FROM things").fetch_all(&pool).await.unwrap();
     assert_eq!(applied, pairs.iter().map(|p| p.1.clone()).collect::<Vec<_>>(), "each first body once, no second");
 }
+
+/// A reservation whose request was not carried out is released; a release the database
+/// refuses (busy: here a trigger refuses the delete for a while) is tried again in the
+/// background, so the key is free long before its lease (an hour here) ends. Before,
+/// every resend was answered `409` until the lease ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_the_database_refuses_is_tried_again_until_it_holds() {
+    let first = Answer::new(StatusCode::SERVICE_UNAVAILABLE, json!({"code": "DOWNSTREAM"}));
+    let s = FlakyServer::start("library_release_retry", first).await;
+    for sql in [
+        "CREATE TABLE refuse (active INTEGER)",
+        "INSERT INTO refuse VALUES (1)",
+        "CREATE TRIGGER refuse_release BEFORE DELETE ON gate_idempotency
+         WHEN (SELECT active FROM refuse) = 1 BEGIN SELECT RAISE(ABORT, 'database is busy'); END",
+    ] {
+        sqlx::query(sql).execute(&s.pool).await.unwrap();
+    }
+    assert_eq!(s.send().await.status, 503, "not carried out");
+    assert_eq!(s.send().await.status, 409, "its release was refused: the key is still held");
+    sqlx::query("UPDATE refuse SET active = 0").execute(&s.pool).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut last = s.send().await;
+    while last.status == 409 && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = s.send().await;
+    }
+    assert_eq!(last.status, 201, "{last:?}");
+    assert_eq!(s.rows().await, 1, "the first run rolled back, the second applied");
+}
