@@ -97,6 +97,28 @@ async fn test_endpoints_are_off_unless_asked_for() {
     assert_eq!((r.status, r.body["code"].as_str()), (401, Some("SESSION_EXPIRED")));
 }
 
+/// `/api/effects?actor=` lists one actor's effects: the long soak's 10,000 operations of
+/// its own actors filled the list's cap of 10,000, and the peer measured after it in the
+/// same gate found its operations' effects missing.
+#[tokio::test]
+async fn the_effects_test_endpoint_lists_one_actor_when_asked() {
+    let s = start::<Sqlite>("effects_of_one_actor", Setup::default()).await;
+    for (actor, key) in [("alice", "a1"), ("bob", "b1"), ("alice", "a2")] {
+        let r = call(&s.base, "POST", "/api/records/plan", actor, key, json!({"title": key})).await;
+        assert_eq!(r.status, 201);
+    }
+    let list = |query: &'static str| {
+        let url = format!("{}/api/effects{query}", s.base);
+        async move { reqwest::get(url).await.unwrap().json::<Vec<serde_json::Value>>().await.unwrap() }
+    };
+    let ops =
+        |list: Vec<serde_json::Value>| list.iter().map(|e| e["opId"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(ops(list("").await), ["a1", "b1", "a2"]);
+    assert_eq!(ops(list("?actor=alice").await), ["a1", "a2"]);
+    assert_eq!(ops(list("?actor=bob").await), ["b1"]);
+    assert!(list("?actor=carol").await.is_empty());
+}
+
 #[tokio::test]
 async fn dotfiles_are_not_served() {
     let www = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("www-dotfiles");

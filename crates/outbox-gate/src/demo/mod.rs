@@ -13,7 +13,7 @@
 //! | `GET /api/records` | the caller's records |
 //!
 //! With [`DemoOptions::test_endpoints`] only (never in a deployment): `GET /api/effects`
-//! (every applied effect with its count, at most 10 000) and `POST /api/sessions/revoke`
+//! (every applied effect with its count, at most 10 000; `?actor=` for one actor's) and `POST /api/sessions/revoke`
 //! (revokes the caller's stand-in session: the demo's "session expired").
 
 // Helpers return the `Response` to send on failure, as axum's rejections are; boxing it
@@ -27,7 +27,7 @@ pub use store::{DemoStore, DomainOp};
 use crate::answer::error;
 use crate::gate::{now_ms, Gate};
 use crate::request::{Idempotent, MAX_KEY_LEN};
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
@@ -247,8 +247,12 @@ async fn records<DB: DemoStore>(State(d): Shared<DB>, user: User) -> Response {
     }
 }
 
-async fn effects<DB: DemoStore>(State(d): Shared<DB>) -> Response {
-    match DB::effects(d.gate.pool(), TEST_LIST_CAP as i64).await {
+/// `?actor=…` lists one actor's effects: a long soak's other actors would fill the cap.
+async fn effects<DB: DemoStore>(
+    State(d): Shared<DB>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    match DB::effects(d.gate.pool(), q.get("actor").map(String::as_str), TEST_LIST_CAP as i64).await {
         Ok(r) => Json(r).into_response(),
         Err(e) => db_failure(&e),
     }

@@ -82,8 +82,13 @@ pub trait DemoStore: Engine {
     ) -> impl Future<Output = Result<Answer, sqlx::Error>> + Send;
     /// The actor's live records, `{serverId, revision, body}`.
     fn records(pool: &Pool<Self>, actor: &str) -> impl Future<Output = Result<Vec<Value>, sqlx::Error>> + Send;
-    /// Applied effects `{opId, actor, kind, target, count}`, oldest first, at most `limit`.
-    fn effects(pool: &Pool<Self>, limit: i64) -> impl Future<Output = Result<Vec<Value>, sqlx::Error>> + Send;
+    /// Applied effects `{opId, actor, kind, target, count}` (of `actor` only when given),
+    /// oldest first, at most `limit`.
+    fn effects(
+        pool: &Pool<Self>,
+        actor: Option<&str>,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<Value>, sqlx::Error>> + Send;
 }
 
 const SQLITE_SCHEMA: &str = "
@@ -201,12 +206,14 @@ macro_rules! demo_store {
                     .collect()
             }
 
-            async fn effects(pool: &Pool<Self>, limit: i64) -> Result<Vec<Value>, sqlx::Error> {
+            async fn effects(pool: &Pool<Self>, actor: Option<&str>, limit: i64) -> Result<Vec<Value>, sqlx::Error> {
                 let rows = sqlx::query(
                     "SELECT op_id, actor, kind, target, COUNT(*) FROM demo_effects
+                     WHERE CAST($2 AS TEXT) IS NULL OR actor = $2
                      GROUP BY op_id, actor, kind, target ORDER BY MIN(seq) LIMIT $1",
                 )
                 .bind(limit)
+                .bind(actor)
                 .fetch_all(pool)
                 .await?;
                 rows.iter()

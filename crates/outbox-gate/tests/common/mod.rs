@@ -151,7 +151,7 @@ pub async fn call(base: &str, method: &str, path: &str, actor: &str, key: &str, 
 
 /// How many times the operation `key` took effect.
 pub async fn effects_of<DB: TestDb>(pool: &Pool<DB>, key: &str) -> i64 {
-    DB::effects(pool, 100_000)
+    DB::effects(pool, None, 100_000)
         .await
         .unwrap()
         .iter()
