@@ -112,6 +112,9 @@ impl<DB: Engine> Gate<DB> {
         F: for<'c> FnOnce(&'c mut Tx<DB>) -> BoxFuture<'c, Result<Answer, sqlx::Error>> + Send,
     {
         let key = request.key();
+        // Taken before the lease the ledger writes (from `now_ms` below), so that this
+        // side's end of it is never later than the ledger's.
+        let reserving = Instant::now();
         let record = NewRecord {
             actor,
             key,
@@ -141,7 +144,7 @@ impl<DB: Engine> Gate<DB> {
             key: key.to_owned(),
             fingerprint: request.fingerprint().to_owned(),
             fence,
-            lease_ends: Instant::now() + self.config.lease,
+            lease_ends: reserving + self.config.lease,
         };
         let mut guard = ReleaseOnDrop { pool: Some(self.pool.clone()), held: held.clone() };
         let outcome = self.attempt(actor, key, request.fingerprint(), fence, handler).await;
