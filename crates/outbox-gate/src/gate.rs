@@ -144,6 +144,8 @@ impl<DB: Engine> Gate<DB> {
             key: key.to_owned(),
             fingerprint: request.fingerprint().to_owned(),
             fence,
+            // As `reserve` wrote it, for a new record and a takeover alike.
+            lease_until_ms: record.now_ms.saturating_add(record.lease_ms),
             lease_ends: reserving + self.config.lease,
         };
         let mut guard = ReleaseOnDrop { pool: Some(self.pool.clone()), held: held.clone() };
@@ -171,7 +173,9 @@ impl<DB: Engine> Gate<DB> {
     /// refuses (busy, say) is tried again in the background until it holds: otherwise every
     /// resend would be answered `409` until the lease ends.
     async fn release(&self, held: Held) {
-        if let Err(e) = DB::release(&self.pool, &held.actor, &held.key, &held.fingerprint, held.fence).await {
+        if let Err(e) =
+            DB::release(&self.pool, &held.actor, &held.key, &held.fingerprint, held.fence, held.lease_until_ms).await
+        {
             eprintln!("outbox-gate: cannot release {} yet ({e}); trying again", held.key);
             release_in_background(self.pool.clone(), held, RELEASE_RETRY_FIRST);
         }
@@ -282,7 +286,9 @@ struct Held {
     key: String,
     fingerprint: String,
     fence: i64,
-    /// When another request may take it over: releasing it later could drop that one's.
+    /// Its lease end in the ledger: a later reservation of the same request has another.
+    lease_until_ms: i64,
+    /// When another request may take it over (no release is tried after it).
     lease_ends: Instant,
 }
 
@@ -303,7 +309,10 @@ fn release_in_background<DB: Engine>(pool: Pool<DB>, held: Held, mut wait: Durat
                 return;
             }
             tokio::time::sleep(wait).await;
-            if DB::release(&pool, &held.actor, &held.key, &held.fingerprint, held.fence).await.is_ok() {
+            if DB::release(&pool, &held.actor, &held.key, &held.fingerprint, held.fence, held.lease_until_ms)
+                .await
+                .is_ok()
+            {
                 return;
             }
             wait = (wait * 2).max(RELEASE_RETRY_FIRST).min(RELEASE_RETRY_MAX);

@@ -124,15 +124,20 @@ pub trait Engine: sqlx::Database {
         expires_ms: i64,
     ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
 
-    /// Drops a processing reservation held by `fence` for `fingerprint` (its request could
-    /// not be carried out), so that a retry can; does nothing if it completed, was taken
-    /// over, or is another request's record now.
+    /// Drops a processing reservation held by `fence` for `fingerprint` until
+    /// `lease_until_ms` (as its reservation wrote it: `now_ms + lease_ms`), because its
+    /// request could not be carried out, so that a retry can; does nothing if it completed,
+    /// was taken over, or is another request's record now. The lease end tells this
+    /// reservation from a later one of the same request: after a release or a purge the
+    /// key's next record starts again at fence 1 with the same fingerprint, and a late
+    /// release (retried, or queued behind a lock) must not drop it.
     fn release(
         pool: &Pool<Self>,
         actor: &str,
         key: &str,
         fingerprint: &str,
         fence: i64,
+        lease_until_ms: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
     /// The record of `(actor, key)`.
@@ -212,7 +217,8 @@ const SQLITE: Sql = Sql {
         completed_at = $3, expires_at = $4
         WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
     release: "DELETE FROM gate_idempotency
-        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND status = 'processing'",
+        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND lease_until = $5
+          AND status = 'processing'",
     purge_completed: "DELETE FROM gate_idempotency WHERE status = 'completed' AND expires_at < $1",
     purge_orphaned: "DELETE FROM gate_idempotency WHERE status = 'processing' AND lease_until < $1",
 };
@@ -253,7 +259,8 @@ const POSTGRES: Sql = Sql {
         expires_at = to_timestamp($4::float8 / 1000)
         WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
     release: "DELETE FROM gate_idempotency
-        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND status = 'processing'",
+        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4
+          AND lease_until = to_timestamp($5::float8 / 1000) AND status = 'processing'",
     purge_completed: "DELETE FROM gate_idempotency WHERE status = 'completed'
         AND expires_at < to_timestamp($1::float8 / 1000)",
     purge_orphaned: "DELETE FROM gate_idempotency WHERE status = 'processing'
@@ -357,8 +364,16 @@ macro_rules! engine_impl {
                 key: &str,
                 fingerprint: &str,
                 fence: i64,
+                lease_until_ms: i64,
             ) -> Result<(), sqlx::Error> {
-                sqlx::query($sql.release).bind(actor).bind(key).bind(fence).bind(fingerprint).execute(pool).await?;
+                sqlx::query($sql.release)
+                    .bind(actor)
+                    .bind(key)
+                    .bind(fence)
+                    .bind(fingerprint)
+                    .bind(lease_until_ms)
+                    .execute(pool)
+                    .await?;
                 Ok(())
             }
 

@@ -237,6 +237,36 @@ async fn s14_revisions_and_commands<DB: TestDb>(name: &str) {
     assert!(DB::records(&s.pool, "alice").await.unwrap().is_empty());
 }
 
+/// A release that lands late (retried after the database refused it, or queued behind a
+/// lock) never drops a later reservation of the same request: after a purge (or a release)
+/// the key's next record starts again at fence 1 with the same fingerprint, and only its
+/// lease end tells it from the first one. Dropping it let a third resend run the handler
+/// beside the second holder.
+async fn s14_a_late_release_never_drops_a_later_reservation_of_the_same_request<DB: TestDb>(name: &str) {
+    let s = start::<DB>(name, Setup::default()).await;
+    let at = |now_ms| NewRecord {
+        actor: "alice",
+        key: "late",
+        operation: "POST /api/records/plan",
+        fingerprint: "fp",
+        now_ms,
+        lease_ms: 1_000,
+    };
+    let t0 = now_ms();
+    assert!(matches!(DB::reserve(&s.pool, at(t0)).await.unwrap(), Reservation::Reserved { fence: 1, .. }));
+    assert_eq!(s.gate.purge(t0 + 2_000).await.unwrap(), Purged { completed: 0, orphaned: 1 });
+    assert!(matches!(DB::reserve(&s.pool, at(t0 + 3_000)).await.unwrap(), Reservation::Reserved { fence: 1, .. }));
+    // The first holder's release, late: its fence and fingerprint match the new record.
+    DB::release(&s.pool, "alice", "late", "fp", 1, t0 + 1_000).await.unwrap();
+    assert!(
+        matches!(DB::reserve(&s.pool, at(t0 + 3_500)).await.unwrap(), Reservation::InProgress { .. }),
+        "the second holder still holds the key"
+    );
+    // Its own release frees it.
+    DB::release(&s.pool, "alice", "late", "fp", 1, t0 + 4_000).await.unwrap();
+    assert!(matches!(DB::reserve(&s.pool, at(t0 + 3_600)).await.unwrap(), Reservation::Reserved { fence: 1, .. }));
+}
+
 /// Each rule on SQLite (always) and PostgreSQL (through scripts/pg.sh).
 macro_rules! on_both_engines {
     ($($rule:ident),* $(,)?) => {
@@ -266,6 +296,7 @@ on_both_engines!(
     s14_takeover_after_a_crash_refuses_the_old_holders_completion,
     s14_a_client_gone_mid_request_leaves_no_key_stuck,
     s14_busy_database_is_503_retry_after_and_nothing_applied,
+    s14_a_late_release_never_drops_a_later_reservation_of_the_same_request,
     s14_retention_purges_completed_after_the_window_and_orphans_after_their_lease,
     s14_revisions_and_commands,
 );
