@@ -3,6 +3,24 @@
 // against what the gate applied.
 import type { APIRequestContext, Page } from "@playwright/test";
 
+/**
+ * The gate's applied effects of `owners`, read one owner at a time (`/api/effects?actor=`):
+ * the list stops at 10,000, and a long soak's owners fill it. Throws on an error answer or a
+ * full list rather than count effects that were cut off as lost.
+ */
+export async function effectsOf(api: APIRequestContext, owners: string[]): Promise<any[]> {
+  const lists = await Promise.all(
+    owners.map(async (o) => {
+      const res = await api.get(`/api/effects?actor=${encodeURIComponent(o)}`);
+      if (!res.ok()) throw new Error(`/api/effects?actor=${o}: ${res.status()}`);
+      const list: any[] = await res.json();
+      if (list.length >= 10_000) throw new Error(`/api/effects?actor=${o}: the list is full (10,000): effects cut off`);
+      return list;
+    }),
+  );
+  return lists.flat();
+}
+
 export type Rng = () => number;
 
 /** mulberry32: a small seeded PRNG, so that a seed replays the schedule. */
@@ -92,7 +110,7 @@ export class Model {
     if (!rec) return [`no record of the user has target ${target}`];
     out.push(`record ${rec.key}: create ${rec.createId} ${rec.pending} → ${rec.serverId ?? "?"}, alive ${rec.alive}, last write ${JSON.stringify(rec.desired)}`);
     for (const op of this.ops.filter((o) => o.rec === rec.key)) out.push(`op ${op.kind} ${op.id ?? "-"} ${op.result}: ${op.note ?? ""}`);
-    const all: any[] = await (await api.get(`/api/effects?actor=${encodeURIComponent(owner)}`)).json();
+    const all = await effectsOf(api, [owner]);
     const sid = rec.serverId ?? (await this.lookup(rec));
     for (const e of all.filter((e) => e.actor === owner && e.target === sid)) out.push(`effect ${e.kind} ${e.opId} ×${e.count}`);
     return out;
@@ -350,10 +368,7 @@ export class Model {
 
   async verify(api: APIRequestContext, page: Page) {
     const details: string[] = [...this.unexpected];
-    // One actor at a time: the list is capped (10,000 effects).
-    const effects: any[] = (
-      await Promise.all(this.owners.map(async (o) => (await api.get(`/api/effects?actor=${encodeURIComponent(o)}`)).json()))
-    ).flat();
+    const effects = await effectsOf(api, this.owners);
     const count = new Map<string, number>();
     for (const e of effects) count.set(e.opId, (count.get(e.opId) ?? 0) + e.count);
     let duplicates = 0;

@@ -27,7 +27,7 @@ import { test, expect, type BrowserContext, type Page } from "@playwright/test";
 import { mkdirSync, rmSync } from "node:fs";
 import { launch, killBrowser } from "./browser";
 import { events } from "./events";
-import { rng } from "./model";
+import { effectsOf, rng } from "./model";
 import { buildServiceWorker, startPeerOrigin, WORKBOX_VERSION, type Wire } from "./peer";
 
 const SOAK_OPS = Number(process.env.SOAK_OPS ?? 1000);
@@ -271,10 +271,7 @@ test(`peer: workbox-background-sync, ${OPS} operations, ${PAGES} tabs`, async ({
   rmSync(profile, { recursive: true, force: true });
 
   // ---- what the gate applied --------------------------------------------------------------
-  // One actor at a time: the list is capped (10,000), and a long soak's own actors fill it.
-  const effects: any[] = (
-    await Promise.all(owners.map(async (o) => (await request.get(`/api/effects?actor=${encodeURIComponent(o)}`)).json()))
-  ).flat();
+  const effects = await effectsOf(request, owners);
   const count = new Map<string, number>();
   for (const e of effects) count.set(e.opId, (count.get(e.opId) ?? 0) + e.count);
   let appliedOnce = 0;
