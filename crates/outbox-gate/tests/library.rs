@@ -300,19 +300,24 @@ struct Tenants {
     gate: Gate<Sqlite>,
 }
 
+/// Applies `value` once per key: a row of `things` with it in `column`, answered
+/// `201 {column: value}`.
+async fn insert_one(gate: &Gate<Sqlite>, req: Idempotent, column: &'static str, value: String) -> Response {
+    gate.run("ada", req, move |tx| {
+        Box::pin(async move {
+            sqlx::query(&format!("INSERT INTO things ({column}) VALUES ($1)")).bind(&value).execute(&mut **tx).await?;
+            Ok(Answer::new(StatusCode::CREATED, json!({ column: value })))
+        })
+    })
+    .await
+}
+
 async fn tenant_op(
     State(app): State<Arc<Tenants>>,
     axum::extract::Path(tenant): axum::extract::Path<String>,
     req: Idempotent,
 ) -> Response {
-    app.gate
-        .run("ada", req, move |tx| {
-            Box::pin(async move {
-                sqlx::query("INSERT INTO things (tenant) VALUES ($1)").bind(&tenant).execute(&mut **tx).await?;
-                Ok(Answer::new(StatusCode::CREATED, json!({"tenant": tenant})))
-            })
-        })
-        .await
+    insert_one(&app.gate, req, "tenant", tenant).await
 }
 
 /// SPEC §14 (another request under a key is refused with 422, never answered with someone
@@ -344,13 +349,7 @@ async fn a_nested_router_fingerprints_the_full_path() {
 
 async fn store_body(State(gate): State<Arc<Gate<Sqlite>>>, req: Idempotent) -> Response {
     let body = String::from_utf8_lossy(req.body()).into_owned();
-    gate.run("ada", req, move |tx| {
-        Box::pin(async move {
-            sqlx::query("INSERT INTO things (body) VALUES ($1)").bind(&body).execute(&mut **tx).await?;
-            Ok(Answer::new(StatusCode::CREATED, json!({"stored": body})))
-        })
-    })
-    .await
+    insert_one(&gate, req, "body", body).await
 }
 
 /// SPEC §14 through the gate: bodies the fingerprint used to confuse (an integer beyond
@@ -384,7 +383,7 @@ async fn bodies_that_differ_only_where_json_loses_precision_are_two_requests() {
         let a = send(key, first.clone()).await;
         assert_eq!(a.status, 201, "{key}: {a:?}");
         let again = send(key, first.clone()).await;
-        assert_eq!((again.status, &again.body["stored"]), (201, &json!(first)), "{key}: the resend is replayed");
+        assert_eq!((again.status, &again.body["body"]), (201, &json!(first)), "{key}: the resend is replayed");
         let b = send(key, second.clone()).await;
         assert_eq!((b.status, b.body["code"].as_str()), (422, Some("PAYLOAD_CONFLICT")), "{key}: {b:?}");
     }
