@@ -117,9 +117,6 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
         Ok(s.into())
     }
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(s.into())
-    }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         while let Some(Strict(v)) = seq.next_element()? {
