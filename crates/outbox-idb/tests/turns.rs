@@ -322,18 +322,16 @@ async fn only_a_flushs_changes_keep_a_waiting_flush_waiting() {
     // A's flush holds the turn and is stuck on its first row.
     let fa = a.flush(flush_with("alice", stuck_send("turnLog10", "turnRelease10")));
     wait_for(|| !Reflect::get(&js_sys::global(), &"turnLog10".into()).unwrap().is_undefined()).await;
-    // Meanwhile C keeps enqueueing for alice every 50 ms until B's flush ends: changes of
-    // her rows, but no flush's. Were they counted, B would wait its whole lease (10 s).
-    let b_done = std::cell::Cell::new(false);
-    let fb = async {
-        let fb = b.flush(flush_with("alice", logging_send("turnLog10b", "b")));
-        let r = within_5s(fb, "C's enqueues kept B waiting for a stuck flush").await;
-        b_done.set(true);
-        r
-    };
+    // Meanwhile C keeps enqueueing for alice every 50 ms until B sends its first row:
+    // changes of her rows, but no flush's. Were they counted, B would wait its whole lease
+    // (10 s) before sending. (C stops there, not when B's flush ends: a flush drains, §8, so
+    // a B slower than C's 50 ms would send C's rows for as long as C made them.)
+    let b_sending = || !get(&js_sys::global(), "turnSent10b").is_undefined();
+    let started = now_ms();
+    let fb = ok(b.flush(flush_with("alice", timed_send("turnSent10b"))));
     let enqueues = async {
         let mut i = 0;
-        while !b_done.get() && i < 200 {
+        while !b_sending() && i < 400 {
             let op = obj(json!({"owner": "alice", "kind": "create", "body": {"c": i}}));
             ok(c.enqueue(op, JsValue::UNDEFINED)).await;
             wasm_bindgen_futures::JsFuture::from(sleep(50)).await.unwrap();
@@ -341,9 +339,30 @@ async fn only_a_flushs_changes_keep_a_waiting_flush_waiting() {
         }
     };
     let (rb, ()) = join(fb, enqueues).await;
+    let waited = get(&js_sys::global(), "turnSent10b").as_f64().expect("B sent") - started;
+    assert!(waited < 5_000.0, "C's enqueues kept B waiting for a stuck flush: {waited} ms");
     assert!(claimed(&rb) >= 2, "B sent A's other rows: {rb}");
     release("turnRelease10");
     ok(fa).await;
+}
+
+/// `performance.now()`.
+fn now_ms() -> f64 {
+    let perf = get(&js_sys::global(), "performance");
+    let now: js_sys::Function = get(&perf, "now").into();
+    now.call0(&perf).unwrap().as_f64().unwrap()
+}
+
+/// A `send` that notes when it was first called (`performance.now()`) in `globalThis[first]`
+/// and answers success a moment later.
+fn timed_send(first: &str) -> JsValue {
+    js_fn(
+        "op",
+        &format!(
+            "globalThis.{first} ??= performance.now();
+             return new Promise((r) => setTimeout(() => r({{type: 'success', receipt: {{}}}}), 2));"
+        ),
+    )
 }
 
 #[wasm_bindgen_test]
