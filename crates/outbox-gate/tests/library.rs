@@ -88,11 +88,15 @@ struct FlakyServer {
 }
 
 impl FlakyServer {
+    /// With a lease far longer than the test: only a release can free the key in time.
     async fn start(name: &str, first: Answer) -> FlakyServer {
+        FlakyServer::with_lease(name, first, Duration::from_secs(3600)).await
+    }
+
+    async fn with_lease(name: &str, first: Answer, lease: Duration) -> FlakyServer {
         let pool = Sqlite::fresh(name, Duration::from_secs(5)).await;
         sqlx::query("CREATE TABLE things (n INTEGER)").execute(&pool).await.unwrap();
-        // A lease far longer than the test: only a release can free the key in time.
-        let config = Config { lease: Duration::from_secs(3600), ..Config::default() };
+        let config = Config { lease, ..Config::default() };
         let gate = Gate::new(pool.clone(), config).await.unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let app =
@@ -418,4 +422,42 @@ async fn a_release_the_database_refuses_is_tried_again_until_it_holds() {
     }
     assert_eq!(last.status, 201, "{last:?}");
     assert_eq!(s.rows().await, 1, "the first run rolled back, the second applied");
+}
+
+/// The release is tried again with a doubling wait (0.1 s, 0.2, 0.4, … up to 5 s), not at a
+/// steady pace — a database refusing it while busy is not asked again ten times a second
+/// by every request it refused — and never once the reservation's lease has ended (another
+/// request may hold the key by then). The trigger notes each refused attempt (`RAISE(FAIL)`
+/// keeps the note: the statement is ended, not undone).
+async fn refused_releases(name: &str, lease: Duration, after: Duration) -> i64 {
+    let first = Answer::new(StatusCode::SERVICE_UNAVAILABLE, json!({"code": "DOWNSTREAM"}));
+    let s = FlakyServer::with_lease(name, first, lease).await;
+    for sql in [
+        "CREATE TABLE attempts (n INTEGER)",
+        "CREATE TRIGGER refuse_release BEFORE DELETE ON gate_idempotency
+         BEGIN INSERT INTO attempts VALUES (1); SELECT RAISE(FAIL, 'database is busy'); END",
+    ] {
+        sqlx::query(sql).execute(&s.pool).await.unwrap();
+    }
+    assert_eq!(s.send().await.status, 503, "not carried out");
+    tokio::time::sleep(after).await;
+    sqlx::query_scalar("SELECT COUNT(*) FROM attempts").fetch_one(&s.pool).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_release_is_tried_again_less_and_less_often() {
+    // 2.5 s of refusals: the release at once, then after 0.1, 0.3, 0.7 and 1.5 s (the next
+    // at 3.1) — 5 attempts; a steady 0.1 s would make about 25.
+    let attempts =
+        refused_releases("library_release_backoff", Duration::from_secs(3600), Duration::from_millis(2_500)).await;
+    assert!((3..=8).contains(&attempts), "{attempts} attempts in 2.5 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_release_is_not_tried_after_the_lease() {
+    // A 1 s lease: the release at once, then after 0.1, 0.3 and 0.7 s; the next (1.5 s)
+    // would come after the lease. Waiting 3.5 s would see 2 more (1.5 and 3.1 s).
+    let attempts =
+        refused_releases("library_release_lease", Duration::from_secs(1), Duration::from_millis(3_500)).await;
+    assert!((2..=4).contains(&attempts), "{attempts} attempts, some after the lease");
 }
