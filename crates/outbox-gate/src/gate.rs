@@ -144,8 +144,7 @@ impl<DB: Engine> Gate<DB> {
             key: key.to_owned(),
             fingerprint: request.fingerprint().to_owned(),
             fence,
-            // As `reserve` wrote it, for a new record and a takeover alike.
-            lease_until_ms: record.now_ms.saturating_add(record.lease_ms),
+            lease_until_ms: record.lease_until_ms(),
             lease_ends: reserving + self.config.lease,
         };
         let mut guard = ReleaseOnDrop { pool: Some(self.pool.clone()), held: held.clone() };

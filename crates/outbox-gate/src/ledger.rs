@@ -88,6 +88,15 @@ pub struct NewRecord<'a> {
     pub lease_ms: i64,
 }
 
+impl NewRecord<'_> {
+    /// The lease end `reserve` writes, for a new record and a takeover alike; a release
+    /// names it (see [`Engine::release`]).
+    #[must_use]
+    pub fn lease_until_ms(&self) -> i64 {
+        self.now_ms.saturating_add(self.lease_ms)
+    }
+}
+
 /// A database the ledger runs on. The methods are the ledger's statements; the gate
 /// ([`crate::Gate`]) calls them in order: `reserve`, `begin`, (the app's handler),
 /// `complete` and commit, or `release`.
@@ -278,7 +287,7 @@ macro_rules! engine_impl {
             }
 
             async fn reserve(pool: &Pool<Self>, r: NewRecord<'_>) -> Result<Reservation, sqlx::Error> {
-                let lease_until = r.now_ms.saturating_add(r.lease_ms);
+                let lease_until = r.lease_until_ms();
                 // A record can vanish between the insert and the select (released or
                 // purged meanwhile): then try again, a few times.
                 for _ in 0..3 {
