@@ -1,11 +1,11 @@
 //! Claim: who is sending what, until when (SPEC §5).
 
 use crate::accounts::owns;
-use crate::codec::{decode, encode, DecodeError};
+use crate::codec::{decode, encode, DecodeError, Stored};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{Claim, Row, RowState, Ticket, Writer};
-use crate::select::{check_sendable, holds_successors, Unsendable};
+use crate::select::{check_sendable, predecessor_holds, Unsendable};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::Value;
@@ -82,27 +82,34 @@ pub fn plan_claim(
     if in_flight(&row, now, tab.lease_ms).is_in_flight() {
         return Err(ClaimSkip::InFlight);
     }
-    let pred_row = predecessor.map(|p| decode(p).ok());
+    let pred_stored = predecessor.map(Stored::from_value);
     let pred_holds = |id: &str| -> Option<bool> {
-        match &pred_row {
-            // §11: another account's row is invisible here, as in its own owner's read.
-            Some(Some(p)) if p.id == id && owns(owner, p) => Some(holds_successors(p)),
-            Some(None) => Some(true), // undecodable: exists, holds its successor
-            _ => None,
-        }
+        let p = pred_stored.as_ref().filter(|p| stored_id(p) == Some(id))?;
+        predecessor_holds(owner, p)
     };
     check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_holds).map_err(ClaimSkip::NotSendable)?;
 
     let mut scopes = vec![Scope::Id(row.id.clone())];
     let mut expected = vec![raw.clone()];
+    let mut puts = Vec::new();
     if let Some(pred) = &row.successor_of {
         scopes.push(Scope::Id(pred.clone()));
         expected.extend(predecessor.cloned());
+        // §5, §7: this row overtakes its blocked predecessor; the predecessor learns it, so
+        // that a later edit never carries its older fields over this row's.
+        if let (Some(false), Some(Stored::Row(p))) = (pred_holds(pred), &pred_stored) {
+            if p.overtaken_at.is_none() {
+                let mut p = p.clone();
+                p.overtaken_at = Some(now);
+                puts.push(encode(&p));
+            }
+        }
     }
     apply_claim(&mut row, tab, now);
+    puts.insert(0, encode(&row));
     let ticket = row.ticket().expect("claim just written");
     Ok(ClaimPlan {
-        plan: ReplacePlan { scopes, expected, puts: vec![encode(&row)], ..Default::default() },
+        plan: ReplacePlan { scopes, expected, puts, ..Default::default() },
         ticket,
         row,
     })
@@ -121,4 +128,12 @@ pub fn apply_claim(row: &mut Row, tab: &Tab, now: Millis) {
     row.evidence = Some(ev);
     let extra = row.writer.take().map(|w| w.extra).unwrap_or_default();
     row.writer = Some(Writer { bundle: tab.bundle.clone(), at: now, extra });
+}
+
+/// The key of a stored value, decodable or not.
+fn stored_id(s: &Stored) -> Option<&str> {
+    match s {
+        Stored::Row(r) => Some(&r.id),
+        Stored::Undecodable(u) => u.id.as_deref(),
+    }
 }

@@ -47,6 +47,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "blockedAt",
     "nextAttemptAt",
     "blockedCode",
+    "overtakenAt",
     "claim",
     "evidence",
     "writer",
@@ -281,6 +282,7 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
         blocked_at: optional(&mut map, "blockedAt", Millis::from_json),
         next_attempt_at: optional(&mut map, "nextAttemptAt", Millis::from_json),
         blocked_code: optional(&mut map, "blockedCode", read_string),
+        overtaken_at: optional(&mut map, "overtakenAt", Millis::from_json),
         claim,
         evidence,
         writer: optional(&mut map, "writer", read_writer),
@@ -356,6 +358,7 @@ pub fn encode(row: &Row) -> Value {
     put(&mut m, "blockedAt", row.blocked_at.map(Millis::to_json));
     put(&mut m, "nextAttemptAt", row.next_attempt_at.map(Millis::to_json));
     put(&mut m, "blockedCode", row.blocked_code.clone().map(Value::from));
+    put(&mut m, "overtakenAt", row.overtaken_at.map(Millis::to_json));
     put(&mut m, "claim", row.claim.as_ref().map(encode_claim));
     put(&mut m, "evidence", row.evidence.as_ref().map(encode_evidence));
     put(&mut m, "writer", row.writer.as_ref().map(encode_writer));

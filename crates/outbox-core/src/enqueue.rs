@@ -147,7 +147,9 @@ pub fn plan_enqueue(
         // reach the server before the older edit.
         if let Some(at) = rows.iter().rposition(|r| r.kind == Kind::Create) {
             let (create, edits) = (&rows[at], &rows[at + 1..]);
-            let open = create.never_attempted() || create.state == RowState::Blocked;
+            // A blocked create a later row overtook (§5) is not merged into: that row's
+            // fields would come back under the create's older ones.
+            let open = create.never_attempted() || (create.state == RowState::Blocked && create.overtaken_at.is_none());
             if open && !flying(create) && !edits.iter().any(flying) {
                 let folded: Vec<&Row> = edits.iter().collect();
                 if folds_into_create(create, &folded, op) {
@@ -163,8 +165,12 @@ pub fn plan_enqueue(
 
     // Rows not in flight are absorbed by the new row (coalesced), except creates and, for an
     // update, every row up to the last update it cannot be merged with: that one stays and
-    // the new row goes after it, so nothing of a non-object body is lost.
-    let absorbable: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create).collect();
+    // the new row goes after it, so nothing of a non-object body is lost. An update never
+    // absorbs a blocked row a later row of its chain overtook (§7): a field that later row
+    // carried must not come back from the older one. It stays blocked, waited for by no one.
+    let overtaken = |r: &Row| op.kind == Kind::Update && r.overtaken_at.is_some();
+    let absorbable: Vec<&Row> =
+        rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create && !overtaken(r)).collect();
     let barrier = match op.kind {
         Kind::Update => absorbable.iter().rposition(|r| r.kind == Kind::Update && !mergeable(&r.body, &op.body)),
         Kind::Create | Kind::Delete => None,
@@ -268,6 +274,7 @@ fn new_row(
         blocked_at: None,
         next_attempt_at: None,
         blocked_code: None,
+        overtaken_at: None,
         claim: None,
         evidence: None,
         writer: None,

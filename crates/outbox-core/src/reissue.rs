@@ -6,7 +6,8 @@ use crate::row::{Row, RowState};
 use serde_json::Value;
 
 /// A copy of `row` under `new_id`, queued and never attempted: drops `claim`, `evidence`,
-/// `sentAt`, `deferredAt`, `heldAt`, `blockedAt`, `blockedCode` and `nextAttemptAt`; keeps
+/// `sentAt`, `deferredAt`, `heldAt`, `blockedAt`, `blockedCode`, `overtakenAt` and
+/// `nextAttemptAt`; keeps
 /// `savedAt`, `target`, `successorOf` and unknown fields. The fingerprint is recomputed.
 #[must_use]
 pub fn reissued(row: &Row, new_id: &str) -> Row {
@@ -20,6 +21,7 @@ pub fn reissued(row: &Row, new_id: &str) -> Row {
     r.held_at = None;
     r.blocked_at = None;
     r.blocked_code = None;
+    r.overtaken_at = None;
     r.next_attempt_at = None;
     refingerprint(&mut r);
     r

@@ -170,6 +170,10 @@ pub struct Row {
     pub next_attempt_at: Option<Millis>,
     /// Why it is quarantined.
     pub blocked_code: Option<String>,
+    /// When a later row of its chain was claimed while this one was blocked (§5, §7): that
+    /// row's fields reach the server first, so this blocked row is never absorbed or merged
+    /// into a later one (its older values would come back over them).
+    pub overtaken_at: Option<Millis>,
     /// The current or last claim.
     pub claim: Option<Claim>,
     /// Attempt history.

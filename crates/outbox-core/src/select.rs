@@ -1,5 +1,6 @@
 //! Which rows are sendable now (SPEC §8, `selectSendable`).
 
+use crate::accounts::owns;
 use crate::codec::Stored;
 use crate::inflight::in_flight;
 use crate::row::{send_order, Row, RowState};
@@ -56,16 +57,18 @@ pub fn check_sendable(
     Ok(())
 }
 
-/// The sendable rows of `stored`, in `(savedAt, id)` order. Undecodable values count as
-/// existing predecessors that hold their successors (what cannot be read is never
-/// overtaken).
+/// The sendable rows of `stored`, in `(savedAt, id)` order. A predecessor is judged by
+/// [`predecessor_holds`], as the claim judges it.
 #[must_use]
 pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, lease_ms: i64) -> Vec<&'a Row> {
-    let index = holding_index(stored);
+    let index = stored_index(stored);
     let mut out: Vec<&Row> = stored
         .iter()
         .filter_map(Stored::row)
-        .filter(|r| check_sendable(r, tab_id, now, lease_ms, |id| index.get(id).copied()).is_ok())
+        .filter(|r| {
+            let holds = |id: &str| index.get(id).and_then(|p| predecessor_holds(&r.owner, p));
+            check_sendable(r, tab_id, now, lease_ms, holds).is_ok()
+        })
         .collect();
     sort_rows(&mut out);
     out
@@ -78,15 +81,30 @@ pub fn holds_successors(pred: &Row) -> bool {
     pred.state != RowState::Blocked || pred.no_merge
 }
 
-/// Maps every stored id to whether that row holds its successors ([`holds_successors`]).
-/// An undecodable value holds them: a successor never overtakes what cannot be read.
+/// The one rule for a successor of `owner` meeting its stored predecessor `pred` (§8 rule
+/// 3), used by selection and by the claim alike: `None` when `pred` is no predecessor of
+/// this owner's (§11: another account's row, decodable or not, is invisible), else whether
+/// it holds the successor. An undecodable value holds it unless its owner reads as another
+/// account: what cannot be read is never overtaken (§3).
 #[must_use]
-pub fn holding_index(stored: &[Stored]) -> HashMap<&str, bool> {
+pub fn predecessor_holds(owner: &str, pred: &Stored) -> Option<bool> {
+    match pred {
+        Stored::Row(p) => owns(owner, p).then(|| holds_successors(p)),
+        Stored::Undecodable(u) => match u.owner.as_deref() {
+            Some(other) if other != owner => None,
+            _ => Some(true),
+        },
+    }
+}
+
+/// Maps every stored id to its value, for [`predecessor_holds`].
+#[must_use]
+pub fn stored_index(stored: &[Stored]) -> HashMap<&str, &Stored> {
     stored
         .iter()
         .filter_map(|s| match s {
-            Stored::Row(r) => Some((r.id.as_str(), holds_successors(r))),
-            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, true)),
+            Stored::Row(r) => Some((r.id.as_str(), s)),
+            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, s)),
         })
         .collect()
 }

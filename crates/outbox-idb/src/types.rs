@@ -26,6 +26,9 @@ export interface OutboxRow {
   blockedAt?: number;
   nextAttemptAt?: number;
   blockedCode?: string;
+  /** Set on a blocked row once a later edit of its record went out ahead of it (SPEC §5, §7):
+   * its values are older than the server's, and a later edit never carries them. */
+  overtakenAt?: number;
   claim?: { tabId: string; expiresAt: number; fence: number };
   evidence?: { attemptCount: number; lastAttemptAt?: number; lastErrorCode?: string };
   writer?: { bundle: string; at: number };

@@ -130,7 +130,9 @@ mod tests {
         let ids = |s: &[Scope]| s.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>();
         assert_eq!(ids(&plan.scopes), ids(&[Scope::Id("a".into()), Scope::Id("b".into()), Scope::Id("p".into())]));
         assert_eq!(plan.expected, vec![a, b, p]);
-        assert_eq!(plan.puts.len(), 2);
+        // The two claims, and `p` marked overtaken by `b` (§7: its fields never come back).
+        assert_eq!(plan.puts.len(), 3);
+        assert!(plan.puts[2]["id"] == json!("p") && plan.puts[2]["overtakenAt"] == json!(5));
         assert_eq!((batch.planned.len(), batch.stale, batch.skipped), (2, 0, 0));
     }
 

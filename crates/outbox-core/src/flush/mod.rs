@@ -64,7 +64,7 @@ use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::Unsent;
 use crate::row::{Row, Ticket};
-use crate::select::{holding_index, select_sendable};
+use crate::select::{select_sendable, stored_index};
 use crate::time::Millis;
 use batch::{Candidate, ClaimBatch};
 use outstanding::Taken;
@@ -274,7 +274,7 @@ impl Flush {
             owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
         let by_id: HashMap<&str, &Value> =
             stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
-        let exists = holding_index(&stored);
+        let exists = stored_index(&stored);
         let tab = &self.opts.tab;
         let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
             .into_iter()

@@ -300,6 +300,13 @@ impl World {
         self.tabs[tab].reports.last().cloned().unwrap()
     }
 
+    /// Runs the tab's flush, if one is running, to its end (as [`World::drain`]).
+    pub fn drain_with(&mut self, tab: usize, answer: &mut dyn FnMut(&mut Server, &outbox_core::SendOp) -> Outcome) {
+        if self.flushing(tab) {
+            let _ = self.drain(tab, answer);
+        }
+    }
+
     /// Starts and drains a flush with a server that answers every request truly.
     pub fn flush(&mut self, tab: usize, owner: &str) -> FlushReport {
         self.start_flush(tab, owner);
