@@ -1,7 +1,7 @@
 //! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
 //! (§9) is planned by [`crate::conflict`].
 
-use crate::accounts::in_scope;
+use crate::accounts::{in_scope, owns};
 use crate::codec::{decode, encode, Stored};
 use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
 use crate::intent::holds_intent;
@@ -88,9 +88,13 @@ pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> 
     out
 }
 
-/// Plans the ACK of row `row_id` with `outcome`. `scope_rows` are the rows read for
-/// [`ack_scopes`] (any superset works; only the row and its target scope are used).
+/// Plans the ACK of `owner`'s row `row_id` with `outcome`. `scope_rows` are the rows read
+/// for [`ack_scopes`] (any superset works; only the row and its target scope are used). A
+/// row of another owner is [`AckDecision::NotMine`] whatever its claim (§11): the planner
+/// does not count on its caller to have checked.
+#[allow(clippy::too_many_arguments)] // the answer's four parts, its time, policy and draws
 pub fn plan_ack(
+    owner: &str,
     row_id: &str,
     scope_rows: &[Value],
     ticket: &Ticket,
@@ -105,13 +109,13 @@ pub fn plan_ack(
     let Stored::Row(mut row) = Stored::from_value(raw) else {
         return AckDecision::NotMine;
     };
-    if !claim_is_mine(&row, ticket) {
+    if !owns(owner, &row) || !claim_is_mine(&row, ticket) {
         return AckDecision::NotMine;
     }
-    let only_row = |puts: Vec<Value>, deletes: Vec<String>| ReplacePlan {
+    // A failure rewrites the row alone; only a success deletes it (below, with its scope).
+    let only_row = |puts: Vec<Value>| ReplacePlan {
         scopes: vec![Scope::Id(row_id.to_owned())],
         expected: vec![raw.clone()],
-        deletes,
         puts,
         ..Default::default()
     };
@@ -139,7 +143,7 @@ pub fn plan_ack(
             row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
             set_error(&mut row, code.clone());
             expire(&mut row, now);
-            only_row(vec![encode(&row)], vec![])
+            only_row(vec![encode(&row)])
         }
         Outcome::Auth => {
             row.state = RowState::Held;
@@ -148,16 +152,16 @@ pub fn plan_ack(
             row.deferred_at = Some(now);
             set_error(&mut row, Some("AUTH".into()));
             expire(&mut row, now);
-            only_row(vec![encode(&row)], vec![])
+            only_row(vec![encode(&row)])
         }
         Outcome::Permanent { code } => {
             block(&mut row, code, now);
-            only_row(vec![encode(&row)], vec![])
+            only_row(vec![encode(&row)])
         }
         Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
             // §9 needs the server's revision: without it a successor would be a blind write.
             block(&mut row, REVISION_UNKNOWN, now);
-            only_row(vec![encode(&row)], vec![])
+            only_row(vec![encode(&row)])
         }
         Outcome::Conflict { actual_revision } => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);

@@ -8,7 +8,8 @@ use outbox_core::claim::{plan_claim, ClaimSkip};
 use outbox_core::enqueue::plan_enqueue;
 use outbox_core::input::NewOperation;
 use outbox_core::retry::Backoff;
-use outbox_core::{Millis, Outcome, ReplacePlan, Tab, Ticket};
+use outbox_core::select::select_sendable;
+use outbox_core::{Flush, FlushOptions, Millis, Outcome, Outstanding, ReplacePlan, Request, Stored, Tab, Ticket};
 use serde_json::{json, Value};
 
 const NOW: Millis = Millis(1_000_000);
@@ -49,7 +50,7 @@ fn touched_by(plan: &ReplacePlan, owner: &str) -> Vec<String> {
 
 fn ack(rows: &[Value], id: &str, outcome: Outcome) -> AckDecision {
     let draws = AckDraws { random: 0.5, new_id: "alice-succ".into() };
-    plan_ack(id, rows, &ticket(), &outcome, NOW, &Backoff::default(), &draws)
+    plan_ack("alice", id, rows, &ticket(), &outcome, NOW, &Backoff::default(), &draws)
 }
 
 #[test]
@@ -219,4 +220,53 @@ fn s11_owner_wide_commands_replace_the_owners_whole_range_in_one_scope() {
         assert!(store.get(kept).is_some(), "{kept} is kept");
     }
     assert!(store.get("alice-h").is_none() && store.get("alice-q").is_none());
+}
+
+#[test]
+fn s11_an_answer_for_alice_never_changes_bobs_row_even_with_this_tabs_ticket() {
+    // The planner refuses it itself (issue 32 item 5): the binding's own check is not the
+    // only one between an ACK and another account's row.
+    let bob = claimed("bob-1", "bob", "doc:1", json!({}));
+    for outcome in [Outcome::Permanent { code: "INVALID".into() }, Outcome::success(json!({})), Outcome::Auth] {
+        assert_eq!(ack(std::slice::from_ref(&bob), "bob-1", outcome), AckDecision::NotMine);
+    }
+    // Through the flush machine, as `ack(owner, rowId, ticket, outcome)` drives it.
+    let tab = Tab::new("tab-a").with_lease(LEASE);
+    let mut out = Outstanding::new();
+    let opts = FlushOptions::new("alice", tab);
+    let row = outbox_core::decode(&bob).unwrap();
+    let outcome = Outcome::Permanent { code: "INVALID".into() };
+    let mut f = Flush::for_answer(opts, row, ticket(), outcome, &mut out);
+    let Some(Request::Write { token, .. }) = f.poll_request() else { panic!("the ACK's write") };
+    assert_eq!(f.plan(token, std::slice::from_ref(&bob), NOW, &mut Fixed), None, "nothing planned for bob's row");
+    f.handle_written(token, None, &mut out);
+    assert!(f.is_done());
+    assert_eq!((f.report().applied, f.report().blocked), (0, 0));
+}
+
+struct Fixed;
+impl outbox_core::Draws for Fixed {
+    fn unit(&mut self) -> f64 {
+        0.5
+    }
+    fn new_id(&mut self) -> String {
+        "fresh".into()
+    }
+}
+
+#[test]
+fn s8_s11_selection_and_claim_agree_on_an_undecodable_predecessor_of_another_owner() {
+    // Alice's row names a predecessor whose owner reads `bob` and which is undecodable
+    // (issue 32 item 2): invisible to alice, so no predecessor, for selection and claim
+    // alike. The same value under alice's name holds the row, for both.
+    let tab = Tab::new("tab-a").with_lease(LEASE);
+    let succ = row("a-2", "alice", "doc:1", json!({"successorOf": "p"}));
+    for (owner, holds) in [("bob", false), ("alice", true)] {
+        let pred = json!({"id": "p", "owner": owner, "target": "doc:1", "kind": "upsert", "body": {},
+                          "savedAt": 5, "state": "queued"});
+        let stored: Vec<Stored> = [&succ, &pred].into_iter().map(Stored::from_value).collect();
+        let selected = !select_sendable(&stored, "tab-a", NOW, LEASE).is_empty();
+        let claimed = plan_claim("alice", Some(&succ), Some(&pred), &tab, NOW).is_ok();
+        assert_eq!((selected, claimed), (!holds, !holds), "predecessor owned by {owner}");
+    }
 }

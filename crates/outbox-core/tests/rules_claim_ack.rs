@@ -36,6 +36,7 @@ fn s6_an_answer_applies_only_with_the_same_tab_and_the_same_fence() {
     let draws = AckDraws { random: 0.0, new_id: "n".into() };
     for ticket in [t("tab-a", 2), t("tab-b", 3)] {
         let d = plan_ack(
+            "alice",
             "r",
             std::slice::from_ref(&raw),
             &ticket,

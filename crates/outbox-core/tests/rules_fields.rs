@@ -42,7 +42,7 @@ fn ticket() -> Ticket {
 /// The one put of an answer applied to row `r` alone, checked to be that replace.
 fn applied_put(raw: &Value, outcome: &Outcome) -> Value {
     let draws = AckDraws { random: 0.5, new_id: "unused".into() };
-    let d = plan_ack("r", std::slice::from_ref(raw), &ticket(), outcome, NOW, &Backoff::default(), &draws);
+    let d = plan_ack("alice", "r", std::slice::from_ref(raw), &ticket(), outcome, NOW, &Backoff::default(), &draws);
     let AckDecision::Apply { plan, successor: None } = d else { panic!("not applied as mine: {d:?}") };
     assert_eq!(plan.scopes, vec![Scope::Id("r".into())]);
     assert_eq!(plan.expected, vec![raw.clone()], "compared as read");

@@ -71,7 +71,7 @@ fn transient(row: Value, backoff: &Backoff, random: f64, retry_after_ms: Option<
     let draws = AckDraws { random, new_id: "unused".into() };
     let outcome = Outcome::Transient { code: Some("HTTP_503".into()), retry_after_ms };
     let ticket = Ticket { tab_id: "tab-a".into(), fence: 4 };
-    match plan_ack("r", &[row], &ticket, &outcome, NOW, backoff, &draws) {
+    match plan_ack("alice", "r", &[row], &ticket, &outcome, NOW, backoff, &draws) {
         AckDecision::Apply { mut plan, successor: None } => {
             assert!(plan.deletes.is_empty());
             assert_eq!(plan.puts.len(), 1);

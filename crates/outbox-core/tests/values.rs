@@ -35,7 +35,7 @@ fn draws() -> AckDraws {
 }
 
 fn ack(rows: &[Value], outcome: Outcome) -> AckDecision {
-    plan_ack("r1", rows, &ticket(), &outcome, NOW, &Backoff::default(), &draws())
+    plan_ack("alice", "r1", rows, &ticket(), &outcome, NOW, &Backoff::default(), &draws())
 }
 
 /// Drains tab A, recording every request sent; `answer` decides each answer.
