@@ -335,3 +335,22 @@ fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_a
     // The next flush (no deadline) sends them.
     assert_eq!(w.flush(A, "alice").succeeded, 3);
 }
+
+#[test]
+fn s8_a_row_enqueued_while_the_only_send_fails_is_sent_before_the_flush_ends() {
+    // Issue 32 item 4: `w:2` is enqueued while `w:1` is on the wire; `w:1`'s answer is
+    // transient. Nothing the flush did made a row sendable, yet `w:2` is: §8 says the flush
+    // stops only when nothing is sendable at `now`.
+    let mut w = World::new(1);
+    for t in ["w:1", "w:2"] {
+        w.server.seed_record(t, 1);
+    }
+    let first = w.enqueue(A, update("alice", "w:1", json!({"x": 1}))).row.unwrap().id;
+    w.start_flush(A, "alice");
+    run_until_sent(&mut w, A, &mut |_, _| outbox_core::Outcome::transient("NETWORK"));
+    let second = w.enqueue(A, update("alice", "w:2", json!({"x": 2}))).row.unwrap().id;
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.deferred, rep.succeeded), (2, 1, 1), "{rep:?}");
+    assert!(w.row(&second).is_none(), "w:2 was sent and applied in the same flush");
+    assert!(w.row(&first).is_some(), "w:1 waits for its backoff");
+}

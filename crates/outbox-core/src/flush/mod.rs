@@ -400,6 +400,11 @@ impl Flush {
             return;
         };
         self.report.counters.record(&outcome);
+        // §8 drain: time passed on the wire, and rows enqueued meanwhile (of other records)
+        // may be sendable now, whatever the answer: the round ends with a read, not a stop.
+        if let Phase::Reading { progress, .. } | Phase::Draining { progress } = &mut self.phase {
+            *progress = true;
+        }
         if matches!(outcome, Outcome::Auth) && self.phase != Phase::Answering {
             self.end(Ending::Auth);
             self.release_unsent(out);
