@@ -6,6 +6,10 @@ use crate::time::Millis;
 /// Default lease: 10 000 ms.
 pub const DEFAULT_LEASE_MS: i64 = 10_000;
 
+/// The longest lease a tab may take: one hour (`leaseMs` is refused above it). A lease is
+/// one request's time; no honest claim ends further than this from the reader's own clock.
+pub const MAX_LEASE_MS: i64 = 3_600_000;
+
 /// Who is sending a row, as far as the stored fields tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InFlight {
@@ -36,16 +40,20 @@ impl InFlight {
 }
 
 /// Applies §5: a live claim of this format first, then the older writers' `sentAt` rule
-/// measured with the reading tab's own `lease_ms`.
+/// measured with the reading tab's own `lease_ms`. A lease end (or a `sentAt`) further than
+/// [`MAX_LEASE_MS`] past the reader's own `now` was written by a tab whose clock is ahead:
+/// it is not honoured, so such a tab cannot keep rows from the others for as long as its
+/// clock is wrong.
 #[must_use]
 pub fn in_flight(row: &Row, now: Millis, lease_ms: i64) -> InFlight {
+    let believable = |at: Millis| at.since(now) <= MAX_LEASE_MS;
     if let (Some(_), Some(claim)) = (&row.writer, &row.claim) {
-        if claim.expires_at > now {
+        if claim.expires_at > now && believable(claim.expires_at) {
             return InFlight::ByTab(claim.tab_id.clone());
         }
     }
     if row.state == RowState::Sending {
-        if let Some(sent) = row.sent_at {
+        if let Some(sent) = row.sent_at.filter(|s| believable(*s)) {
             if now.since(sent) < lease_ms {
                 return InFlight::ByOlderWriter;
             }
@@ -79,5 +87,30 @@ mod tests {
         .unwrap();
         assert!(is_row_in_flight(&older, Millis(59), 50));
         assert!(!is_row_in_flight(&older, Millis(60), 50));
+    }
+
+    #[test]
+    fn s5_a_lease_end_past_the_readers_clock_plus_the_longest_lease_is_not_honoured() {
+        // Issue 32: a tab whose clock is a day ahead wrote leases the others honoured for a day.
+        let claim_ending = |end: i64, sent: i64| {
+            decode(&json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "body": {},
+                "savedAt": 1, "state": "sending", "sentAt": sent, "claim": {"tabId": "a", "expiresAt": end, "fence": 1},
+                "writer": {"bundle": "b", "at": sent}}))
+            .unwrap()
+        };
+        let now = Millis(1_000_000_000);
+        let long_ago = now.0 - 1_000; // the older writers' rule (lease 50) says no
+        assert!(is_row_in_flight(&claim_ending(now.0 + MAX_LEASE_MS, long_ago), now, 50), "the longest honest lease");
+        assert!(!is_row_in_flight(&claim_ending(now.0 + MAX_LEASE_MS + 1, long_ago), now, 50));
+        let day = 86_400_000;
+        assert!(!is_row_in_flight(&claim_ending(now.0 + day + 10_000, now.0 + day), now, 50), "a day ahead");
+        // An older writer's `sentAt` a day ahead neither.
+        let older = |sent: i64| {
+            decode(&json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "body": {},
+                "savedAt": 1, "state": "sending", "sentAt": sent}))
+            .unwrap()
+        };
+        assert!(is_row_in_flight(&older(now.0 + MAX_LEASE_MS), now, 50));
+        assert!(!is_row_in_flight(&older(now.0 + MAX_LEASE_MS + 1), now, 50));
     }
 }

@@ -93,6 +93,11 @@ impl Options {
             })?),
         };
         let lease_ms = optional_ms(v, "leaseMs", 1)?.map(|n| n as i64);
+        // §5: a lease ends at most one hour after the claim; other tabs do not honour a
+        // lease end further than that from their own clock.
+        if lease_ms.is_some_and(|l| l > outbox_core::inflight::MAX_LEASE_MS) {
+            return Err(OutboxError::invalid("`leaseMs` must be a number from 1 to 3600000 (one hour)"));
+        }
         let mut backoff = Backoff::default();
         let b = get(v, "backoff");
         if b.is_object() {

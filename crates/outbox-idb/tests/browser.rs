@@ -566,7 +566,7 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
 async fn the_longest_lease_and_backoff_are_accepted() {
     let db = db_name("longest-lease");
     let o = options(&db, "tab-a");
-    set(&o, "leaseMs", &2_147_483_647.0.into());
+    set(&o, "leaseMs", &3_600_000.0.into()); // one hour: a longer one is refused (§5)
     set(&o, "backoff", &obj(json!({"baseMs": 2_147_483_647.0, "capMs": 2_147_483_647.0})));
     let a = Outbox::open_with(o).await.expect("open");
     let row = ok(
@@ -576,8 +576,11 @@ async fn the_longest_lease_and_backoff_are_accepted() {
     let ticket = ok(a.claim("alice".into(), row["id"].as_str().unwrap().into())).await;
     assert!(ticket.is_object(), "{ticket}");
     let rows = ok(a.rows("alice".into())).await;
-    assert_eq!(rows[0]["claim"]["expiresAt"].as_f64(), Some(T0 + 2_147_483_647.0));
+    assert_eq!(rows[0]["claim"]["expiresAt"].as_f64(), Some(T0 + 3_600_000.0));
     assert_eq!(ok(a.metrics(JsValue::UNDEFINED)).await["undecodable"], 0);
+    let longer = options(&db_name("longer-lease"), "tab-a");
+    set(&longer, "leaseMs", &3_600_001.0.into());
+    assert_eq!(sync_code(Outbox::open_with(longer).await.map(|_| ()).map_err(JsValue::from)), "INVALID_ARGUMENT");
 }
 
 #[wasm_bindgen_test]
