@@ -2,6 +2,7 @@
 
 use crate::accounts::owns;
 use crate::codec::{decode, encode, DecodeError, Stored};
+use crate::flush::outstanding::{FlushId, Outstanding};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{Claim, Row, RowState, Ticket, Writer};
@@ -30,7 +31,11 @@ pub enum ClaimSkip {
 }
 
 /// [`plan_claim`] for the app's own `claim(owner, rowId)`: also refused for a record a
-/// flush of this tab holds in `out`.
+/// flush of this tab (or another claim of the app's) holds in `out`. Planned, the claim
+/// holds its record in `out` until the app's `ack` of its ticket
+/// ([`Outstanding::end_app_claim`]), so no flush of this tab sends the row again meanwhile,
+/// even after the lease (§8). The returned hold is to be [`Outstanding::end`]ed if the
+/// claim does not commit.
 ///
 /// # Errors
 /// As [`plan_claim`]; [`ClaimSkip::SentByThisTab`].
@@ -40,13 +45,12 @@ pub fn plan_app_claim(
     predecessor: Option<&Value>,
     tab: &Tab,
     now: Millis,
-    out: &crate::flush::Outstanding,
-) -> Result<ClaimPlan, ClaimSkip> {
+    out: &mut Outstanding,
+) -> Result<(ClaimPlan, FlushId), ClaimSkip> {
     let cp = plan_claim(owner, raw, predecessor, tab, now)?;
-    if out.holds(owner, &cp.row.target) {
-        return Err(ClaimSkip::SentByThisTab);
-    }
-    Ok(cp)
+    let hold =
+        out.hold_app_claim(owner, &cp.row.target, &cp.row.id, cp.ticket.fence).ok_or(ClaimSkip::SentByThisTab)?;
+    Ok((cp, hold))
 }
 
 /// A claim ready to be written.
@@ -108,11 +112,7 @@ pub fn plan_claim(
     apply_claim(&mut row, tab, now);
     puts.insert(0, encode(&row));
     let ticket = row.ticket().expect("claim just written");
-    Ok(ClaimPlan {
-        plan: ReplacePlan { scopes, expected, puts, ..Default::default() },
-        ticket,
-        row,
-    })
+    Ok(ClaimPlan { plan: ReplacePlan { scopes, expected, puts, ..Default::default() }, ticket, row })
 }
 
 /// Writes the §5 claim fields onto a row.

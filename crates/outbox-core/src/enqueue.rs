@@ -169,8 +169,7 @@ pub fn plan_enqueue(
     // absorbs a blocked row a later row of its chain overtook (§7): a field that later row
     // carried must not come back from the older one. It stays blocked, waited for by no one.
     let overtaken = |r: &Row| op.kind == Kind::Update && r.overtaken_at.is_some();
-    let absorbable: Vec<&Row> =
-        rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create && !overtaken(r)).collect();
+    let absorbable: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create && !overtaken(r)).collect();
     let barrier = match op.kind {
         Kind::Update => absorbable.iter().rposition(|r| r.kind == Kind::Update && !mergeable(&r.body, &op.body)),
         Kind::Create | Kind::Delete => None,

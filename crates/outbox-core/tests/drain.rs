@@ -354,3 +354,52 @@ fn s8_a_row_enqueued_while_the_only_send_fails_is_sent_before_the_flush_ends() {
     assert!(w.row(&second).is_none(), "w:2 was sent and applied in the same flush");
     assert!(w.row(&first).is_some(), "w:1 waits for its backoff");
 }
+
+#[test]
+fn s6_an_auth_answer_stops_every_flush_of_the_owner_in_the_tab() {
+    // Issue 32 item 6: two overlapping flushes of one tab; the first gets 401. The second,
+    // on the same expired session, claims nothing more (its send already on the wire is
+    // answered as usual). A flush started afterwards (after a new login) sends again.
+    let mut w = World::new(2);
+    w.tabs[1].tab = w.tabs[0].tab.clone(); // one tab, two flushes: one Outstanding
+    for i in 0..4 {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+    w.start_flush_with(A, "alice", |o| o.concurrency = 1);
+    run_until_sent(&mut w, A, &mut |_, _| outbox_core::Outcome::Auth);
+    w.start_flush_with(1, "alice", |o| o.concurrency = 1);
+    run_until_sent(&mut w, 1, &mut truthful);
+    assert_eq!(w.server.applied.len(), 1, "the second flush's first send");
+    w.drain(A, &mut truthful);
+    let rep = w.drain(1, &mut truthful);
+    assert_eq!(rep.claimed, 1, "nothing claimed after the other flush's 401: {rep:?}");
+    assert_eq!(w.server.applied.len(), 1);
+    assert_eq!(w.store.len(), 3, "the held row and two queued ones");
+    let rep = w.flush(1, "alice");
+    assert_eq!(rep.succeeded, 2, "a flush started later sends: {rep:?}");
+}
+
+#[test]
+fn s8_a_flush_never_sends_a_row_the_apps_own_claim_holds_in_this_tab() {
+    // Issue 32 item 3: the app claims a row with `claim`; its send outlives the lease. A
+    // flush of the same tab does not claim it again (fence 2) until the app's `ack`.
+    use outbox_core::claim::plan_app_claim;
+    let mut w = World::new(1);
+    w.server.seed_record("w:1", 1);
+    let row = w.enqueue(A, update("alice", "w:1", json!({"x": 1}))).row.unwrap();
+    let (tab, now, raw) = (w.tabs[A].tab.clone(), w.tabs[A].now, w.raw(&row.id).unwrap());
+    let (cp, _hold) = plan_app_claim("alice", Some(&raw), None, &tab, now, w.outstanding(A)).unwrap();
+    assert_eq!(
+        w.store.transact(&cp.plan.scopes.clone(), |_| Some(cp.plan.clone())),
+        Some(outbox_core::ReplaceOutcome::Committed)
+    );
+    w.advance(A, LEASE + 1);
+    let rep = w.flush(A, "alice");
+    assert_eq!((rep.claimed, rep.skipped), (0, 1), "{rep:?}");
+    assert_eq!(w.row(&row.id).unwrap().claim.unwrap().fence, 1);
+    // The app answers its claim: the record is free in this tab again.
+    w.outstanding(A).end_app_claim("alice", &row.id, cp.ticket.fence);
+    let rep = w.flush(A, "alice");
+    assert_eq!(rep.claimed, 1);
+}

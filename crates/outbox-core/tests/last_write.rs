@@ -32,13 +32,29 @@ const TARGET: &str = "w:1";
 #[derive(Clone, Debug)]
 enum Act {
     /// An edit writing the fields of `mask` (bit i: `FIELDS[i]`).
-    Edit { tab: usize, mask: u8 },
-    Flush { tab: usize },
+    Edit {
+        tab: usize,
+        mask: u8,
+    },
+    Flush {
+        tab: usize,
+    },
     /// Carries out a pending request; a send's answer class is drawn from `answer`.
-    Step { tab: usize, pick: usize, answer: u8 },
-    Deliver { tab: usize, pick: usize },
-    Advance { ms: i64 },
-    Kill { tab: usize },
+    Step {
+        tab: usize,
+        pick: usize,
+        answer: u8,
+    },
+    Deliver {
+        tab: usize,
+        pick: usize,
+    },
+    Advance {
+        ms: i64,
+    },
+    Kill {
+        tab: usize,
+    },
 }
 
 fn act() -> impl Strategy<Value = Act> {

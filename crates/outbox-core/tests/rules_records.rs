@@ -196,7 +196,16 @@ fn only_answers_that_end_the_attempt_ask_for_reconciliation_and_the_ack_carries_
     let ticket = Ticket { tab_id: "a".into(), fence: 2 };
     let draws = AckDraws { random: 0.5, new_id: "n".into() };
     for (outcome, asks) in [(ok, true), (refused, true), (conflict, true), (Outcome::transient("X"), false)] {
-        let d = plan_ack("alice", "r", std::slice::from_ref(&raw), &ticket, &outcome, Millis(10), &Backoff::default(), &draws);
+        let d = plan_ack(
+            "alice",
+            "r",
+            std::slice::from_ref(&raw),
+            &ticket,
+            &outcome,
+            Millis(10),
+            &Backoff::default(),
+            &draws,
+        );
         let AckDecision::Apply { plan, .. } = d else { panic!("the claim is mine") };
         assert_eq!(plan.reconcile.is_some(), asks, "{outcome:?}");
         if let Some(r) = plan.reconcile {

@@ -254,20 +254,30 @@ impl Outbox {
             scopes.extend(pred.clone().map(Scope::Id));
             let now = inner.now();
             let mut ticket = None;
+            // §8: the claim holds its record in this tab until the app's `ack` of it.
+            let mut hold = None;
             let r = inner
                 .store
                 .transact(&scopes, Durability::Default, |cur| {
                     let p = pred.as_deref().and_then(|p| find(cur, p));
-                    let planned = inner
-                        .outstanding
-                        .with(|out| plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out));
-                    let cp = planned.ok()?;
-                    ticket = Some(cp.ticket);
+                    let planned = inner.outstanding.with(|out| {
+                        if let Some(h) = hold.take() {
+                            out.end(h); // planned again: the earlier plan's hold goes
+                        }
+                        plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out)
+                    });
+                    let (cp, h) = planned.ok()?;
+                    (ticket, hold) = (Some(cp.ticket), Some(h));
                     Some(cp.plan)
                 })
-                .await?;
-            Ok(match (r, ticket) {
-                (Some(ReplaceOutcome::Committed), Some(t)) => {
+                .await;
+            let committed = matches!(r, Ok(Some(ReplaceOutcome::Committed)));
+            if let (false, Some(h)) = (committed, hold) {
+                inner.outstanding.with(|out| out.end(h));
+            }
+            r?;
+            Ok(match (committed, ticket) {
+                (true, Some(t)) => {
                     inner.notifier.changed("claim", Some(&owner));
                     to_js(&t)
                 }
@@ -296,6 +306,11 @@ impl Outbox {
             let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;
             inner.counters.borrow_mut().record(&outcome);
+            // The app's attempt has its answer, whatever comes of it below (the row may be
+            // gone): its claim no longer holds the record in this tab (§8).
+            if ticket.tab_id == inner.tab.tab_id {
+                inner.outstanding.with(|o| o.end_app_claim(&owner, &row_id, ticket.fence));
+            }
             let Some(row) = own_row(&inner, &owner, &row_id).await? else {
                 return Ok(JsValue::from_str("not-mine"));
             };

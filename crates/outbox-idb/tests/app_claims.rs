@@ -78,3 +78,31 @@ async fn a_record_this_tabs_flush_is_sending_is_not_claimed_by_the_app_even_afte
     js("", "globalThis.__answer();").call0(&JsValue::NULL).unwrap();
     settle(flush).await.expect("the flush ends");
 }
+
+#[wasm_bindgen_test]
+async fn a_row_the_app_claimed_is_not_sent_by_a_flush_of_its_tab_until_the_app_answers() {
+    // Issue 32 item 3: the app's send outlives the lease; a flush of the same tab must not
+    // claim the row at fence 2 and send a second attempt (§8).
+    let db = db_name("claim-held-by-app");
+    let a = open(&db, "tab-a").await;
+    let id = enqueue(&a).await;
+    let ticket = ok(a.claim("alice".into(), id.clone().into())).await;
+    assert_eq!(ticket["fence"], json!(1));
+    advance(&db, 20_000.0); // past the lease
+    js("", "globalThis.__sent = 0;").call0(&JsValue::NULL).unwrap();
+    let send = js_fn("op", "globalThis.__sent += 1; return {type: 'success', receipt: {}};");
+    let opts = obj(json!({"owner": "alice"}));
+    set(&opts, "send", &send);
+    let rep = ok(a.flush(opts.clone())).await;
+    assert_eq!((rep["claimed"].clone(), rep["skipped"].clone()), (json!(0), json!(1)), "{rep}");
+    assert_eq!(js("", "return globalThis.__sent;").call0(&JsValue::NULL).unwrap().as_f64(), Some(0.0));
+    // The app's answer (a transient failure) frees the record; the next flush sends it.
+    let transient = obj(json!({"type": "transient", "code": "NETWORK"}));
+    assert_eq!(
+        ok(a.ack("alice".into(), id.into(), obj(ticket), transient, JsValue::UNDEFINED)).await,
+        json!("applied")
+    );
+    advance(&db, 400_000.0); // past the backoff
+    let rep = ok(a.flush(opts)).await;
+    assert_eq!(rep["succeeded"], json!(1), "{rep}");
+}

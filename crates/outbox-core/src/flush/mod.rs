@@ -149,6 +149,9 @@ pub struct Flush {
     memory: Memory,
     sends: u64,
     report: FlushReport,
+    /// The tab's auth answers for this owner when this flush last looked (§6): one more,
+    /// received by any flush of the tab, stops this one too.
+    auth_answers: u64,
 }
 
 impl Flush {
@@ -178,6 +181,7 @@ impl Flush {
 
     fn empty(opts: FlushOptions, out: &mut Outstanding, phase: Phase) -> Flush {
         Flush {
+            auth_answers: out.auth_answers(&opts.owner),
             opts,
             id: out.begin(),
             phase,
@@ -405,12 +409,26 @@ impl Flush {
         if let Phase::Reading { progress, .. } | Phase::Draining { progress } = &mut self.phase {
             *progress = true;
         }
-        if matches!(outcome, Outcome::Auth) && self.phase != Phase::Answering {
-            self.end(Ending::Auth);
-            self.release_unsent(out);
+        if matches!(outcome, Outcome::Auth) {
+            // The session is expired for every flush of this owner in the tab (§6).
+            out.note_auth_answer(&self.opts.owner);
         }
+        self.stop_if_session_expired(out);
         let next = task.sent(outcome);
         self.after(token, next, out);
+    }
+
+    /// §6: an auth answer, received by this flush or by any other flush (or `ack`) of the
+    /// owner in this tab since this one last looked, ends this flush's claiming.
+    fn stop_if_session_expired(&mut self, out: &mut Outstanding) {
+        let seen = out.auth_answers(&self.opts.owner);
+        if seen > self.auth_answers {
+            self.auth_answers = seen;
+            if matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
+                self.end(Ending::Auth);
+                self.release_unsent(out);
+            }
+        }
     }
 
     /// §6: rows claimed whose send the driver has not taken yet do not go out on the
@@ -517,6 +535,7 @@ impl Flush {
 
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
     fn pump(&mut self, out: &mut Outstanding) {
+        self.stop_if_session_expired(out);
         if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
             self.claim_batch(out);
             if self.opts.max_rows.is_some_and(|m| self.sends >= m) {

@@ -27,6 +27,12 @@ pub type FlushId = u64;
 pub struct Outstanding {
     next: FlushId,
     held: HashMap<(String, String), FlushId>,
+    /// The app's own claims (`claim`), each holding its record like a flush until the
+    /// app's `ack` of that ticket: the hold → (owner, row id, the claim's fence).
+    app: HashMap<FlushId, (String, String, u64)>,
+    /// Per owner, the auth answers this tab's flushes have had (§6): a flush that started
+    /// before the latest one stops claiming.
+    auth_answers: HashMap<String, u64>,
 }
 
 /// Why a record could not be reserved.
@@ -77,6 +83,40 @@ impl Outstanding {
     /// abandoned and their rows are taken over after the lease, by any tab.
     pub fn end(&mut self, flush: FlushId) {
         self.held.retain(|_, f| *f != flush);
+        self.app.remove(&flush);
+    }
+
+    /// Holds `(owner, target)` for the app's own claim of row `row_id` at fence `fence`
+    /// (§8: within one tab, never two attempts outstanding, whoever made the first).
+    /// Returns the hold, to [`Outstanding::end`] if the claim does not commit; `None` when a
+    /// flush of this tab, or another claim of the app's, holds the record.
+    pub fn hold_app_claim(&mut self, owner: &str, target: &str, row_id: &str, fence: u64) -> Option<FlushId> {
+        let hold = self.begin();
+        self.reserve(hold, owner, target).ok()?;
+        self.app.insert(hold, (owner.to_owned(), row_id.to_owned(), fence));
+        Some(hold)
+    }
+
+    /// The app answered its claim of row `row_id` at fence `fence` (`ack`), whatever came
+    /// of it (the row may be gone): the record is free again in this tab. Nothing happens
+    /// for another fence (an older claim's late answer).
+    pub fn end_app_claim(&mut self, owner: &str, row_id: &str, fence: u64) {
+        let found = self.app.iter().find(|(_, (o, r, f))| o == owner && r == row_id && *f == fence);
+        if let Some(&hold) = found.map(|(h, _)| h) {
+            self.end(hold);
+        }
+    }
+
+    /// How many auth answers flushes of this tab have had for `owner` (§6).
+    #[must_use]
+    pub fn auth_answers(&self, owner: &str) -> u64 {
+        self.auth_answers.get(owner).copied().unwrap_or(0)
+    }
+
+    /// An auth answer for `owner`: every flush of the owner running in this tab stops
+    /// claiming (§6: nothing more goes out on the expired session).
+    pub fn note_auth_answer(&mut self, owner: &str) {
+        *self.auth_answers.entry(owner.to_owned()).or_default() += 1;
     }
 
     /// Whether `(owner, target)` is reserved by some flush of this tab.
@@ -127,7 +167,7 @@ impl SharedOutstanding {
     fn take(&self) -> Outstanding {
         let out = self.cell.take();
         if out.next < self.next.get() {
-            return Outstanding { next: self.next.get(), held: HashMap::new() };
+            return Outstanding { next: self.next.get(), ..Outstanding::default() };
         }
         out
     }
@@ -195,14 +235,34 @@ mod tests {
                                      "body": {}, "savedAt": 1, "state": "queued"});
         let tab = crate::Tab::new("tab-a");
         let mut out = Outstanding::new();
-        let claim = |out: &Outstanding| plan_app_claim("alice", Some(&raw), None, &tab, crate::Millis(5), out);
-        assert!(claim(&out).is_ok());
+        let mut claim = |out: &mut Outstanding| plan_app_claim("alice", Some(&raw), None, &tab, crate::Millis(5), out);
+        let (_, hold) = claim(&mut out).unwrap();
+        out.end(hold); // not committed
+        assert!(out.is_empty());
         let f = out.begin();
         out.reserve(f, "alice", "doc:2").unwrap();
-        assert!(claim(&out).is_ok(), "another record");
+        let (_, hold) = claim(&mut out).expect("another record");
+        out.end(hold);
         out.reserve(f, "alice", "doc:1").unwrap();
-        assert_eq!(claim(&out).err(), Some(ClaimSkip::SentByThisTab));
+        assert_eq!(claim(&mut out).err(), Some(ClaimSkip::SentByThisTab));
         out.end(f);
-        assert!(claim(&out).is_ok());
+        assert!(claim(&mut out).is_ok());
+    }
+
+    #[test]
+    fn s8_the_apps_own_claim_holds_its_record_until_the_app_answers_that_ticket() {
+        let mut out = Outstanding::new();
+        let hold = out.hold_app_claim("alice", "doc:1", "r", 3).expect("free");
+        assert!(out.holds("alice", "doc:1"));
+        assert_eq!(out.hold_app_claim("alice", "doc:1", "r2", 1), None, "one claim of a record at a time");
+        let f = out.begin();
+        assert_eq!(out.reserve(f, "alice", "doc:1"), Err(Taken::ByOtherFlush), "no flush of the tab claims it");
+        out.end_app_claim("alice", "r", 2); // an older fence's answer: still held
+        out.end_app_claim("bob", "r", 3); // another owner's: still held
+        assert!(out.holds("alice", "doc:1"));
+        out.end_app_claim("alice", "r", 3);
+        assert!(out.is_empty(), "freed by the answer of its own ticket");
+        out.end(hold); // ending it again changes nothing
+        assert_eq!(out.reserve(f, "alice", "doc:1"), Ok(()));
     }
 }

@@ -158,7 +158,8 @@ impl Task {
             Task::Answer(a) => {
                 let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
                 let ad = AckDraws { random: draws.unit(), new_id };
-                let decision = plan_ack(&opts.owner, &a.row.id, current, &a.ticket, &a.outcome, now, &opts.backoff, &ad);
+                let decision =
+                    plan_ack(&opts.owner, &a.row.id, current, &a.ticket, &a.outcome, now, &opts.backoff, &ad);
                 let plan = match &decision {
                     AckDecision::Apply { plan, .. } => Some(plan.clone()),
                     _ => None,
