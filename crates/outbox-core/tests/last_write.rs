@@ -120,8 +120,6 @@ fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
     let mut server = FieldServer::default();
     let mut last: HashMap<String, i64> = HashMap::new();
     let mut edit = 0i64;
-    // The answer class of the next send, set by the `Step` that carries it out.
-    let mut code = 0u8;
     for a in acts {
         match a {
             Act::Edit { tab, mask } => {
@@ -136,9 +134,8 @@ fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
             Act::Flush { tab } if !w.flushing(tab) => w.start_flush(tab, "alice"),
             Act::Flush { .. } => {}
             Act::Step { tab, pick, answer } if !w.tabs[tab].inbox.is_empty() => {
-                code = answer;
                 let idx = pick % w.tabs[tab].inbox.len();
-                w.step(tab, idx, &mut |_, op| server.answer(op, code));
+                w.step(tab, idx, &mut |_, op| server.answer(op, answer));
             }
             Act::Step { .. } => {}
             Act::Deliver { tab, pick } if !w.tabs[tab].air.is_empty() => {
@@ -152,7 +149,6 @@ fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
         }
         prop_assert!(server.older.is_empty(), "a field went back to an older edit: {:?}", server.older);
     }
-    let _ = code;
     // Quiesce: every tab ends (answers delivered), then flushes with a server that applies
     // everything, until nothing more goes out.
     for tab in 0..2 {
@@ -172,13 +168,8 @@ fn run(acts: Vec<Act>) -> Result<(), TestCaseError> {
         }
     }
     prop_assert!(server.older.is_empty(), "a field went back to an older edit: {:?}", server.older);
-    let parked: Vec<Value> = w
-        .store
-        .all()
-        .into_iter()
-        .filter(|v| v["state"] == json!(RowState::Blocked.as_str()))
-        .map(|v| v["body"].clone())
-        .collect();
+    let parked: Vec<Value> =
+        w.store.all().filter(|v| v["state"] == json!(RowState::Blocked.as_str())).map(|v| v["body"].clone()).collect();
     for (field, at) in &last {
         let held = server.fields.get(field).copied().unwrap_or(0);
         let waits = parked.iter().any(|b| b.get(field) == Some(&json!(at)));

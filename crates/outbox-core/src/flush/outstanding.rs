@@ -235,7 +235,7 @@ mod tests {
                                      "body": {}, "savedAt": 1, "state": "queued"});
         let tab = crate::Tab::new("tab-a");
         let mut out = Outstanding::new();
-        let mut claim = |out: &mut Outstanding| plan_app_claim("alice", Some(&raw), None, &tab, crate::Millis(5), out);
+        let claim = |out: &mut Outstanding| plan_app_claim("alice", Some(&raw), None, &tab, crate::Millis(5), out);
         let (_, hold) = claim(&mut out).unwrap();
         out.end(hold); // not committed
         assert!(out.is_empty());
