@@ -3,9 +3,10 @@
 
 use crate::accounts::{in_scope, owns};
 use crate::codec::{decode, encode, Stored};
-use crate::conflict::{conflict_plan, usable_actual_revision, REVISION_UNKNOWN};
+use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
+use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::plan::{ReplacePlan, Scope};
 use crate::records::reconcile_for;
 use crate::retry::Backoff;
@@ -51,11 +52,7 @@ pub fn ack_scopes(row: &Row) -> Vec<Scope> {
     vec![row.scope()]
 }
 
-/// True if `row` carries exactly this ticket's claim.
-#[must_use]
-pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
-    row.claim.as_ref().is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
-}
+pub use crate::row::claim_is_mine;
 
 /// Intents of `create` still waiting for conversion (not blocked), each with its stored
 /// value, in the order they are converted: an intent after the intent it waits for (an

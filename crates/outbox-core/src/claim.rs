@@ -2,7 +2,6 @@
 
 use crate::accounts::owns;
 use crate::codec::{decode, encode, DecodeError, Stored};
-use crate::flush::outstanding::{FlushId, Outstanding};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{Claim, Row, RowState, Ticket, Writer};
@@ -28,29 +27,6 @@ pub enum ClaimSkip {
     /// A flush of this tab is sending a row of its record (a send that outlived its lease,
     /// say): the app's own claim would be a second attempt from one tab (§8).
     SentByThisTab,
-}
-
-/// [`plan_claim`] for the app's own `claim(owner, rowId)`: also refused for a record a
-/// flush of this tab (or another claim of the app's) holds in `out`. Planned, the claim
-/// holds its record in `out` until the app's `ack` of its ticket
-/// ([`Outstanding::end_app_claim`]), so no flush of this tab sends the row again meanwhile,
-/// even after the lease (§8). The returned hold is to be [`Outstanding::end`]ed if the
-/// claim does not commit.
-///
-/// # Errors
-/// As [`plan_claim`]; [`ClaimSkip::SentByThisTab`].
-pub fn plan_app_claim(
-    owner: &str,
-    raw: Option<&Value>,
-    predecessor: Option<&Value>,
-    tab: &Tab,
-    now: Millis,
-    out: &mut Outstanding,
-) -> Result<(ClaimPlan, FlushId), ClaimSkip> {
-    let cp = plan_claim(owner, raw, predecessor, tab, now)?;
-    let hold =
-        out.hold_app_claim(owner, &cp.row.target, &cp.row.id, cp.ticket.fence).ok_or(ClaimSkip::SentByThisTab)?;
-    Ok((cp, hold))
 }
 
 /// A claim ready to be written.

@@ -4,8 +4,9 @@
 //! classified permanent `REVISION_UNKNOWN` (see [`crate::conflict`]): a conflict successor
 //! needs the server's revision.
 
-use crate::conflict::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::outcome::Outcome;
+pub use crate::outcome::{retry_after_from_number, MAX_RETRY_AFTER_MS};
+use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -41,20 +42,6 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
         400..=499 => permanent(&format!("HTTP_{status}")),
         _ => transient(format!("HTTP_{status}")),
     }
-}
-
-/// The longest `Retry-After` kept, in ms: the largest whole number a JS number holds
-/// exactly (about 285,000 years), so that `classifyHttp`'s answer reads back as the same
-/// Outcome (a larger `retryAfterMs` is read as this one: [`retry_after_from_number`]).
-pub const MAX_RETRY_AFTER_MS: i64 = 9_007_199_254_740_991;
-
-/// A `retryAfterMs` the app gave as a number: a whole number of ms, rounded up, never
-/// negative, at most [`MAX_RETRY_AFTER_MS`] (a fraction or a huge value is still a floor
-/// under the next attempt, not a malformed answer that loses it).
-#[must_use]
-pub fn retry_after_from_number(ms: f64) -> i64 {
-    // `as` saturates, and turns NaN (never read from JSON) into 0.
-    (ms.ceil().clamp(0.0, MAX_RETRY_AFTER_MS as f64)) as i64
 }
 
 /// Reads `Retry-After` as delay-seconds or as an HTTP date; the result is ms from `now`

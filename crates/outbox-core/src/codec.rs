@@ -24,7 +24,8 @@
 //! is not read as some nearby value.
 
 use crate::fingerprint::fingerprint;
-use crate::row::{is_revision, Claim, Evidence, Kind, Row, RowState, Writer};
+use crate::kind::Kind;
+use crate::row::{is_revision, Claim, Evidence, Row, RowState, Writer};
 use crate::time::Millis;
 use serde_json::{Map, Value};
 use std::fmt;

@@ -28,14 +28,7 @@ use crate::row::{is_revision, Row};
 use crate::time::Millis;
 use serde_json::{json, Value};
 
-/// Quarantine code: the server reported a revision conflict without a usable actual revision.
-pub const REVISION_UNKNOWN: &str = "REVISION_UNKNOWN";
-
-/// True if a conflict answer's `actualRevision` can become the successor's base revision.
-#[must_use]
-pub fn usable_actual_revision(actual_revision: &Value) -> bool {
-    is_revision(actual_revision)
-}
+pub use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 
 /// §9: the original under a new id, with the server's revision and a `conflict` note.
 /// `actual_revision` must be usable ([`usable_actual_revision`]); callers block the row

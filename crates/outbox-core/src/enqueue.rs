@@ -79,11 +79,7 @@ pub fn enqueue_scope(op: &NewOperation, id: &str) -> Scope {
     Scope::target(&op.owner, &target_of(op, id))
 }
 
-/// The target of `op` enqueued under `id`: its own, or `pending:<id>` for a create without one.
-#[must_use]
-pub fn target_of(op: &NewOperation, id: &str) -> String {
-    op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
-}
+pub use crate::input::target_of;
 
 /// Shallow merge: `patch`'s fields over `base`'s when both are objects ([`mergeable`]),
 /// else `patch`.

@@ -1,7 +1,7 @@
 //! Request fingerprint (SPEC §2): lowercase hex SHA-256 of the RFC 8785 (JCS) canonical
 //! JSON of exactly `{body, kind, revision, target}`, `revision: null` when absent.
 
-use crate::row::Kind;
+use crate::kind::Kind;
 use crate::sha256::{hex, sha256};
 use serde_json::Value;
 use std::fmt::Write;

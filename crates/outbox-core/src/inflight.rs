@@ -3,12 +3,7 @@
 use crate::row::{Row, RowState};
 use crate::time::Millis;
 
-/// Default lease: 10 000 ms.
-pub const DEFAULT_LEASE_MS: i64 = 10_000;
-
-/// The longest lease a tab may take: one hour (`leaseMs` is refused above it). A lease is
-/// one request's time; no honest claim ends further than this from the reader's own clock.
-pub const MAX_LEASE_MS: i64 = 3_600_000;
+pub use crate::tab::{DEFAULT_LEASE_MS, MAX_LEASE_MS};
 
 /// Who is sending a row, as far as the stored fields tell.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,9 @@
 //! string, a number); only a create or update without one (missing or `null`) is refused.
 //! Non-object bodies are never merged when operations coalesce ([`crate::enqueue`]).
 
-use crate::row::{is_revision, Kind, PENDING_PREFIX};
+use crate::kind::Kind;
+use crate::row::{is_revision, PENDING_PREFIX};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
@@ -147,5 +149,34 @@ impl NewOperation {
             Some(_) => return Err(InputError::BadMerge),
         };
         Ok(NewOperation { owner: owner.to_owned(), target, kind, body, revision, no_merge })
+    }
+}
+
+/// The target of `op` enqueued under `id`: its own, or `pending:<id>` for a create without one.
+#[must_use]
+pub fn target_of(op: &NewOperation, id: &str) -> String {
+    op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
+}
+
+/// What `prepareSuccessor` returns: the real request of an intent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    /// The server's record key (not `pending:`).
+    pub target: String,
+    /// The real request body.
+    #[serde(default)]
+    pub body: Value,
+    /// Base revision of the real request.
+    #[serde(default)]
+    pub revision: Option<Value>,
+}
+
+impl Prepared {
+    /// A prepared request is usable if it names a real target and its revision, if any, is
+    /// a number or a string (§3); anything else would make the converted row undecodable.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        let revision_ok = self.revision.as_ref().is_none_or(|r| r.is_null() || is_revision(r));
+        !self.target.is_empty() && !self.target.starts_with(PENDING_PREFIX) && revision_ok
     }
 }

@@ -2,12 +2,11 @@
 //! request once the create's receipt is known, or quarantining it.
 
 use crate::accounts::in_scope;
-use crate::ack::claim_is_mine;
 use crate::codec::{decode, encode, refingerprint};
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{chain_order, find_stored, is_revision, Row, RowState, Ticket, PENDING_PREFIX};
+use crate::row::claim_is_mine;
+use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Quarantine code: the app's `prepareSuccessor` port is missing or failed.
@@ -15,28 +14,7 @@ pub const SUCCESSOR_UNPREPARED: &str = "SUCCESSOR_UNPREPARED";
 /// Quarantine code: the create row vanished and its receipt could not be found.
 pub const PREDECESSOR_RECEIPT_UNKNOWN: &str = "PREDECESSOR_RECEIPT_UNKNOWN";
 
-/// What `prepareSuccessor` returns: the real request of an intent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Prepared {
-    /// The server's record key (not `pending:`).
-    pub target: String,
-    /// The real request body.
-    #[serde(default)]
-    pub body: Value,
-    /// Base revision of the real request.
-    #[serde(default)]
-    pub revision: Option<Value>,
-}
-
-impl Prepared {
-    /// A prepared request is usable if it names a real target and its revision, if any, is
-    /// a number or a string (§3); anything else would make the converted row undecodable.
-    #[must_use]
-    pub fn is_valid(&self) -> bool {
-        let revision_ok = self.revision.as_ref().is_none_or(|r| r.is_null() || is_revision(r));
-        !self.target.is_empty() && !self.target.starts_with(PENDING_PREFIX) && revision_ok
-    }
-}
+pub use crate::input::Prepared;
 
 /// The intent turned into its real request: same id, kind, `savedAt` and `successorOf`;
 /// new target, body, revision and fingerprint; queued.

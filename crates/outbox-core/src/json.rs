@@ -4,8 +4,8 @@
 //! deserializer code, which was a fifth of the wasm module (issue 12). The derives stay (the
 //! gate and tests use them); `tests/json.rs` checks both readers agree on random values.
 
-use crate::classify::retry_after_from_number;
-use crate::intent::Prepared;
+use crate::input::Prepared;
+use crate::outcome::retry_after_from_number;
 use crate::outcome::Outcome;
 use crate::row::Ticket;
 use serde_json::{Map, Value};

@@ -1,5 +1,6 @@
 //! What the app's transport answers for one attempt (SPEC §10, §15 `Outcome`).
 
+use crate::row::is_revision;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,7 +23,7 @@ pub enum Outcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<String>,
         /// Not before this many ms from now (`Retry-After`). Read from any number
-        /// ([`crate::classify::retry_after_from_number`]).
+        /// ([`retry_after_from_number`]).
         #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "retry_after")]
         retry_after_ms: Option<i64>,
     },
@@ -84,5 +85,28 @@ impl Outcome {
 
 /// serde's reading of `retryAfterMs` (the hand-written reader in `json.rs` agrees with it).
 fn retry_after<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.map(crate::classify::retry_after_from_number))
+    Ok(Option::<f64>::deserialize(d)?.map(retry_after_from_number))
+}
+
+/// The longest `Retry-After` kept, in ms: the largest whole number a JS number holds
+/// exactly (about 285,000 years), so that `classifyHttp`'s answer reads back as the same
+/// Outcome (a larger `retryAfterMs` is read as this one: [`retry_after_from_number`]).
+pub const MAX_RETRY_AFTER_MS: i64 = 9_007_199_254_740_991;
+
+/// A `retryAfterMs` the app gave as a number: a whole number of ms, rounded up, never
+/// negative, at most [`MAX_RETRY_AFTER_MS`] (a fraction or a huge value is still a floor
+/// under the next attempt, not a malformed answer that loses it).
+#[must_use]
+pub fn retry_after_from_number(ms: f64) -> i64 {
+    // `as` saturates, and turns NaN (never read from JSON) into 0.
+    (ms.ceil().clamp(0.0, MAX_RETRY_AFTER_MS as f64)) as i64
+}
+
+/// Quarantine code: the server reported a revision conflict without a usable actual revision.
+pub const REVISION_UNKNOWN: &str = "REVISION_UNKNOWN";
+
+/// True if a conflict answer's `actualRevision` can become the successor's base revision.
+#[must_use]
+pub fn usable_actual_revision(actual_revision: &Value) -> bool {
+    is_revision(actual_revision)
 }

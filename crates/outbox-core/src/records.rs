@@ -35,74 +35,20 @@
 //!   to the same writes. The first ACK and its record writes commit together, so there is
 //!   no state in which one happened without the other.
 
-use crate::conflict::{usable_actual_revision, REVISION_UNKNOWN};
-use crate::enqueue::target_of;
-use crate::input::NewOperation;
+use crate::input::{target_of, NewOperation};
 use crate::outcome::Outcome;
+use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::row::Row;
 use serde_json::{Map, Value};
 use std::fmt;
+
+pub use crate::record_write::{Answer, Reconcile, RecordWrite};
 
 /// The object store of the queue itself: never a record store.
 pub const QUEUE_STORE: &str = "outbox";
 
 /// At most this many record writes per enqueue or answer.
 pub const MAX_WRITES: usize = 1_000;
-
-/// One write to an app store, as the app declared it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum RecordWrite {
-    /// Store `value`; under `key` when given (set at the store's key path, or as the
-    /// out-of-line key), else under the key the value holds.
-    Put {
-        /// App store.
-        store: String,
-        /// The record.
-        value: Value,
-        /// Its key, when not (only) in the value.
-        key: Option<Value>,
-    },
-    /// Remove the record under `key` (nothing if there is none).
-    Delete {
-        /// App store.
-        store: String,
-        /// Record key.
-        key: Value,
-    },
-    /// Merge `set` into the record under `key`, if there is one.
-    Patch {
-        /// App store.
-        store: String,
-        /// Record key.
-        key: Value,
-        /// Fields to set.
-        set: Map<String, Value>,
-    },
-    /// Move the record under `from` to `to` with `set` merged in, if there is one.
-    Rekey {
-        /// App store.
-        store: String,
-        /// Current key.
-        from: Value,
-        /// New key.
-        to: Value,
-        /// Fields to set.
-        set: Map<String, Value>,
-    },
-}
-
-impl RecordWrite {
-    /// The store written.
-    #[must_use]
-    pub fn store(&self) -> &str {
-        match self {
-            RecordWrite::Put { store, .. }
-            | RecordWrite::Delete { store, .. }
-            | RecordWrite::Patch { store, .. }
-            | RecordWrite::Rekey { store, .. } => store,
-        }
-    }
-}
 
 /// Why record writes were refused (nothing is written).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,37 +208,6 @@ fn resolve(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
             (w, _) => w.clone(),
         })
         .collect()
-}
-
-/// How an attempt ended for good, as the app's `reconcile` port sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Answer {
-    /// The server applied it (or replayed the stored answer).
-    Success {
-        /// The server's receipt.
-        receipt: Value,
-        /// The gate replayed a stored answer.
-        replayed: bool,
-    },
-    /// Refused for good: the row is quarantined for the user (`retryBlocked`/`discard`).
-    Blocked {
-        /// Why.
-        code: String,
-    },
-    /// A revision conflict: a successor with the server's revision was queued (§9).
-    Conflict {
-        /// The server's current revision.
-        actual_revision: Value,
-    },
-}
-
-/// What the `reconcile` port is asked about: the row as it was claimed, and its answer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Reconcile {
-    /// The row the answer is for.
-    pub row: Row,
-    /// The answer.
-    pub answer: Answer,
 }
 
 /// The reconciliation an answer calls for, if the ACK of `row` commits: a success, a

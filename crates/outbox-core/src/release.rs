@@ -12,9 +12,9 @@
 //! attempted", so a later edit of a released create waits as an intent instead of merging
 //! into it: less compact, never unsafe.
 
-use crate::ack::claim_is_mine;
 use crate::codec::{decode, encode};
 use crate::plan::{ReplacePlan, Scope};
+use crate::row::claim_is_mine;
 use crate::row::{find_stored, Evidence, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;

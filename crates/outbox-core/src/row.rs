@@ -3,44 +3,11 @@
 //! Every struct keeps the fields it does not know in `extra`, so that a newer writer's
 //! fields survive a read-modify-write by this version (§3 rule 2).
 
+pub use crate::kind::Kind;
 use crate::time::Millis;
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::fmt;
-
-/// What an operation does to its target record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Creates a record (target chosen by the app, or `pending:<id>`).
-    Create,
-    /// Changes a record.
-    Update,
-    /// Removes a record.
-    Delete,
-}
-
-impl Kind {
-    /// The stored string.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Create => "create",
-            Kind::Update => "update",
-            Kind::Delete => "delete",
-        }
-    }
-
-    /// Parses the stored string; unknown kinds give `None`.
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "create" => Some(Kind::Create),
-            "update" => Some(Kind::Update),
-            "delete" => Some(Kind::Delete),
-            _ => None,
-        }
-    }
-}
 
 /// Row state as stored.
 ///
@@ -234,8 +201,8 @@ impl Row {
 
     /// The scope this row lives in.
     #[must_use]
-    pub fn scope(&self) -> crate::plan::Scope {
-        crate::plan::Scope::target(&self.owner, &self.target)
+    pub fn scope(&self) -> crate::scope::Scope {
+        crate::scope::Scope::target(&self.owner, &self.target)
     }
 
     /// This row's place in the send order, `(savedAt, id)` (§8).
@@ -277,7 +244,7 @@ pub fn stored_order_key(raw: &Value) -> (Option<Millis>, String) {
     let saved_at = raw.get("savedAt").and_then(Millis::from_json);
     let id = match raw.get("id") {
         Some(Value::String(s)) => s.clone(),
-        _ => crate::plan::key_string(raw),
+        _ => crate::scope::key_string(raw),
     };
     (saved_at, id)
 }
@@ -292,4 +259,10 @@ impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {} ({})", self.kind.as_str(), self.target, self.id, self.state.as_str())
     }
+}
+
+/// True if `row` carries exactly this ticket's claim.
+#[must_use]
+pub fn claim_is_mine(row: &Row, ticket: &Ticket) -> bool {
+    row.claim.as_ref().is_some_and(|c| c.tab_id == ticket.tab_id && c.fence == ticket.fence)
 }

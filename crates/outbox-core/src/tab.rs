@@ -1,6 +1,11 @@
 //! What a planner needs to know about the tab it plans for.
 
-use crate::inflight::DEFAULT_LEASE_MS;
+/// Default lease: 10 000 ms.
+pub const DEFAULT_LEASE_MS: i64 = 10_000;
+
+/// The longest lease a tab may take: one hour (`leaseMs` is refused above it). A lease is
+/// one request's time; no honest claim ends further than this from the reader's own clock.
+pub const MAX_LEASE_MS: i64 = 3_600_000;
 
 /// The library version written into `writer.bundle` on every claim.
 pub const BUNDLE: &str = concat!("outbox-core@", env!("CARGO_PKG_VERSION"));

@@ -384,7 +384,7 @@ fn s6_an_auth_answer_stops_every_flush_of_the_owner_in_the_tab() {
 fn s8_a_flush_never_sends_a_row_the_apps_own_claim_holds_in_this_tab() {
     // Issue 32 item 3: the app claims a row with `claim`; its send outlives the lease. A
     // flush of the same tab does not claim it again (fence 2) until the app's `ack`.
-    use outbox_core::claim::plan_app_claim;
+    use outbox_core::flush::plan_app_claim;
     let mut w = World::new(1);
     w.server.seed_record("w:1", 1);
     let row = w.enqueue(A, update("alice", "w:1", json!({"x": 1}))).row.unwrap();

@@ -6,7 +6,7 @@
 //! instead of one per row, and a tab that runs into rows another tab already took learns it
 //! for a whole batch at once.
 
-use super::FlushOptions;
+use super::request::FlushOptions;
 use crate::claim::plan_claim;
 use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};

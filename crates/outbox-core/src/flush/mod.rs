@@ -45,90 +45,33 @@
 //! Each row on its way (claim → send → answer → intents converted) is a task; see `task.rs`.
 
 mod batch;
+mod intent_action;
 pub mod outstanding;
+mod phase;
 mod report;
 mod request;
+mod round;
 mod spread;
 mod task;
 mod tasks;
 
-pub use outstanding::{FlushId, Outstanding, SharedOutstanding};
+pub use outstanding::{plan_app_claim, FlushId, Outstanding, SharedOutstanding};
 pub use report::{FlushReport, ReceiptReport};
 pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
 
-use crate::accounts::owned_stored;
-use crate::codec::Stored;
-use crate::intent::Prepared;
-use crate::intent::{awaited_create, is_orphan_intent};
+use crate::input::Prepared;
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::Unsent;
 use crate::row::{Row, Ticket};
-use crate::select::{select_sendable, stored_index};
 use crate::time::Millis;
-use batch::{Candidate, ClaimBatch};
-use outstanding::Taken;
+use batch::Candidate;
+use intent_action::IntentAction;
+use phase::{Ending, Memory, Phase};
 use serde_json::Value;
-use spread::{go_on_elsewhere, start_anywhere};
-use std::collections::{HashMap, HashSet, VecDeque};
-use task::{IntentAction, OrphanStep, Task, Wait};
+use std::collections::{HashMap, VecDeque};
+use task::{OrphanStep, Task, Wait};
 use tasks::Tasks;
-
-/// Where a flush is (see the diagram in the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// The owner's queue is being read for a round; tasks of the round before may still run.
-    Reading {
-        /// The read's token.
-        token: Token,
-        /// Something changed in this round that may make more rows sendable.
-        progress: bool,
-    },
-    /// Claiming and sending the round's candidates.
-    Draining {
-        /// Something changed in this round that may make more rows sendable.
-        progress: bool,
-    },
-    /// No more claims; the tasks under way finish (and a read asked for before is awaited,
-    /// then ignored).
-    Ending {
-        /// Why claiming stopped.
-        why: Ending,
-        /// The token of a read of the queue still outstanding.
-        reading: Option<Token>,
-    },
-    /// One answer obtained by the app (`ack`): no rounds, no claims.
-    Answering,
-}
-
-/// Why a flush stopped claiming.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ending {
-    /// An auth answer ends the flush for its owner (§6); rows claimed but not sent yet are
-    /// released back to `queued`.
-    Auth,
-    /// `maxRows` sends were made (§8).
-    MaxRows,
-    /// The deadline passed (§8): seen when a round's rows were read or a claim was planned.
-    Deadline,
-}
-
-/// What a flush remembers across its rounds, so that one flush never repeats itself.
-#[derive(Debug, Default)]
-struct Memory {
-    /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
-    /// commit may be tried again after the next read).
-    attempted: HashSet<String>,
-    /// Orphan intents whose receipt this flush looked up (once per flush, but see
-    /// `orphans_waiting`).
-    orphans_tried: HashSet<String>,
-    /// Orphan intents whose conversion was not written (the intent it waits for was still
-    /// one: its lookup answered later). Tried again once an orphan conversion commits.
-    orphans_waiting: Vec<String>,
-    /// Conflict successors this flush wrote: one that conflicts again waits for the next
-    /// flush, so two writers racing on one record cannot loop.
-    conflict_born: HashSet<String>,
-}
 
 /// One flush of one owner's rows by one tab. See the module docs for the call order.
 #[derive(Debug)]
@@ -221,12 +164,6 @@ impl Flush {
         self.next_token
     }
 
-    fn start_round(&mut self) {
-        let token = self.token();
-        self.phase = Phase::Reading { token, progress: false };
-        self.requests.push_back(Request::ReadOwner { token, owner: self.opts.owner.clone() });
-    }
-
     /// The next request to carry out, if any.
     pub fn poll_request(&mut self) -> Option<Request> {
         self.requests.pop_front()
@@ -246,98 +183,6 @@ impl Flush {
     #[must_use]
     pub fn report(&self) -> &FlushReport {
         &self.report
-    }
-
-    /// The owner's rows, read for a round: select what is sendable now (§8) and the orphan
-    /// intents (§7), then start claiming.
-    pub fn handle_rows(
-        &mut self,
-        token: Token,
-        rows: &[Value],
-        now: Millis,
-        draws: &mut dyn Draws,
-        out: &mut Outstanding,
-    ) {
-        let progress = match self.phase {
-            Phase::Reading { token: t, progress } if t == token => progress,
-            Phase::Ending { why, reading: Some(t) } if t == token => {
-                self.phase = Phase::Ending { why, reading: None };
-                return;
-            }
-            _ => return,
-        };
-        if self.past_deadline(now) {
-            // No claims and no port calls for orphans once the deadline has passed.
-            self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
-            return;
-        }
-        self.phase = Phase::Draining { progress };
-        let owner = self.opts.owner.clone();
-        // Another owner's rows are never considered, whatever the driver read (§11).
-        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
-            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
-        let by_id: HashMap<&str, &Value> =
-            stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
-        let exists = stored_index(&stored);
-        let tab = &self.opts.tab;
-        let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
-            .into_iter()
-            .filter(|r| !self.memory.attempted.contains(&r.id))
-            .filter_map(|r| {
-                let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
-                Candidate::new(by_id[r.id.as_str()].clone(), pred)
-            })
-            .collect();
-        self.candidates = start_anywhere(picked, draws.unit());
-        let rows_by_id: HashMap<&str, &Row> =
-            stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
-        let orphans: Vec<(Value, String)> = stored
-            .iter()
-            .filter_map(Stored::row)
-            .filter_map(|r| {
-                // §7 vanished predecessor: what an intent waits for is its create's receipt,
-                // also when it is chained behind earlier intents (a `noMerge` one, or one it
-                // could not absorb), so the test is on the create that chain leads to, and
-                // that create's receipt is the one looked up.
-                let create = awaited_create(r, |id| rows_by_id.get(id).copied());
-                let orphan = is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
-                    && !self.memory.orphans_tried.contains(&r.id);
-                orphan.then(|| (by_id[r.id.as_str()].clone(), create.unwrap_or_default().to_owned()))
-            })
-            .collect();
-        for (raw, create) in orphans {
-            let id = raw["id"].as_str().unwrap_or_default().to_owned();
-            self.memory.orphans_tried.insert(id);
-            let token = self.token();
-            let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
-            let task = Task::orphan(raw, intent, create, &self.opts);
-            self.emit(token, &task);
-            self.tasks.insert(token, task);
-        }
-        self.pump(out);
-    }
-
-    /// The ids of the owner's rows now, asked for after meeting another tab's claims: the
-    /// round's candidates that are gone are dropped, and claiming goes on in the middle of
-    /// the longest stretch of rows still there (see [`spread::go_on_elsewhere`]).
-    pub fn handle_ids(&mut self, token: Token, ids: &[String], draws: &mut dyn Draws, out: &mut Outstanding) {
-        if self.refreshing != Some(token) {
-            return;
-        }
-        self.refreshing = None;
-        let there: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        let list: Vec<Candidate> = self.candidates.drain(..).collect();
-        let left = go_on_elsewhere(list, &there, draws.unit());
-        if left.is_empty() {
-            // Nothing of the list is left: read the queue again, as at a stale claim at
-            // the end of the list (rows other tabs made sendable are found there).
-            if matches!(self.phase, Phase::Draining { .. }) {
-                self.start_round();
-            }
-        } else {
-            self.candidates = left;
-        }
-        self.pump(out);
     }
 
     /// Plans the write of request `token` inside its transaction. `current` are the rows of
@@ -527,75 +372,5 @@ impl Flush {
             }
             self.requests.push_back(req);
         }
-    }
-
-    fn used_slots(&self) -> usize {
-        self.tasks.values().map(Task::slots).sum()
-    }
-
-    /// Starts a claim batch while there is room, then decides whether the drain goes on.
-    fn pump(&mut self, out: &mut Outstanding) {
-        self.stop_if_session_expired(out);
-        if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
-            self.claim_batch(out);
-            if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
-                self.phase = Phase::Ending { why: Ending::MaxRows, reading: None };
-            }
-        }
-        if matches!(self.phase, Phase::Ending { .. }) {
-            self.candidates.clear();
-        }
-        let idle = self.tasks.is_empty()
-            && self.candidates.is_empty()
-            && self.requests.is_empty()
-            && self.refreshing.is_none();
-        if idle && self.phase == (Phase::Draining { progress: true }) {
-            self.start_round();
-        }
-    }
-
-    /// Takes candidates into one claim batch, as many as there are free slots (§8 limit) and
-    /// sends left (`maxRows`), one per record.
-    fn claim_batch(&mut self, out: &mut Outstanding) {
-        let limit = self.opts.concurrency.max(1);
-        let room = limit.saturating_sub(self.used_slots());
-        let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
-            // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
-            usize::try_from(m.saturating_sub(self.sends + self.claims_in_progress())).unwrap_or(usize::MAX)
-        });
-        // Claim in batches: wait until half the slots are free (when nothing runs, all are),
-        // so one transaction claims several rows.
-        let want = if room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
-        let token = self.token();
-        let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
-        let mut postponed = false;
-        while batch.items.len() < want {
-            let Some(c) = self.candidates.pop_front() else { break };
-            match out.reserve(self.id, &self.opts.owner, &c.target) {
-                Ok(()) => {
-                    self.held.insert(c.target.clone(), token);
-                    self.memory.attempted.insert(c.id.clone());
-                    batch.items.push(c);
-                }
-                // §8: rows of one target strictly one after another: this one waits for
-                // the next round.
-                Err(Taken::ByThisFlush) => postponed = true,
-                // The record is on its way in another flush of this tab (maybe a send
-                // that outlived its lease): that flush goes on with it.
-                Err(Taken::ByOtherFlush) => self.report.skipped += 1,
-            }
-        }
-        if !batch.items.is_empty() {
-            let task = Task::Claim(batch);
-            self.emit(token, &task);
-            self.tasks.insert(token, task);
-        }
-        if let (true, Phase::Draining { progress }) = (postponed, &mut self.phase) {
-            *progress = true;
-        }
-    }
-
-    fn claims_in_progress(&self) -> u64 {
-        self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
     }
 }

@@ -15,6 +15,10 @@
 //! The lease still lets other tabs take over a tab that died or froze: this record lives
 //! only as long as the tab's memory.
 
+use crate::claim::{plan_claim, ClaimPlan, ClaimSkip};
+use crate::tab::Tab;
+use crate::time::Millis;
+use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -138,6 +142,29 @@ impl Outstanding {
     }
 }
 
+/// [`plan_claim`] for the app's own `claim(owner, rowId)`: also refused for a record a
+/// flush of this tab (or another claim of the app's) holds in `out`. Planned, the claim
+/// holds its record in `out` until the app's `ack` of its ticket
+/// ([`Outstanding::end_app_claim`]), so no flush of this tab sends the row again meanwhile,
+/// even after the lease (§8). The returned hold is to be [`Outstanding::end`]ed if the
+/// claim does not commit.
+///
+/// # Errors
+/// As [`plan_claim`]; [`ClaimSkip::SentByThisTab`].
+pub fn plan_app_claim(
+    owner: &str,
+    raw: Option<&Value>,
+    predecessor: Option<&Value>,
+    tab: &Tab,
+    now: Millis,
+    out: &mut Outstanding,
+) -> Result<(ClaimPlan, FlushId), ClaimSkip> {
+    let cp = plan_claim(owner, raw, predecessor, tab, now)?;
+    let hold =
+        out.hold_app_claim(owner, &cp.row.target, &cp.row.id, cp.ticket.fence).ok_or(ClaimSkip::SentByThisTab)?;
+    Ok((cp, hold))
+}
+
 /// A tab's [`Outstanding`] as its flushes share it, which a panic (a bug) inside one use
 /// cannot leave unusable. In wasm a panic aborts: nothing unwinds, so a `RefCell` borrowed
 /// at that moment stays borrowed for good, and every later flush of the tab would fail. Here
@@ -230,7 +257,6 @@ mod tests {
 
     #[test]
     fn s8_the_apps_own_claim_skips_a_record_a_flush_of_its_tab_is_sending() {
-        use crate::claim::{plan_app_claim, ClaimSkip};
         let raw = serde_json::json!({"id": "r", "owner": "alice", "target": "doc:1", "kind": "update",
                                      "body": {}, "savedAt": 1, "state": "queued"});
         let tab = crate::Tab::new("tab-a");

@@ -2,14 +2,14 @@
 //! vanished-predecessor path of an orphan intent.
 
 use super::batch::ClaimBatch;
-use super::{Draws, FlushOptions, FlushReport, ReceiptReport, Request, SendOp, Token};
+use super::intent_action::{intent_scopes, plan_intent, IntentAction};
+use super::report::{FlushReport, ReceiptReport};
+use super::request::{Draws, FlushOptions, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
-use crate::intent::{
-    block_scopes, convert_scopes, plan_block_intent, plan_convert, Prepared, PREDECESSOR_RECEIPT_UNKNOWN,
-    SUCCESSOR_UNPREPARED,
-};
+use crate::input::Prepared;
+use crate::intent::{PREDECESSOR_RECEIPT_UNKNOWN, SUCCESSOR_UNPREPARED};
 use crate::outcome::Outcome;
-use crate::plan::{ReplaceOutcome, ReplacePlan, Scope};
+use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::{plan_release, release_scopes, Unsent};
 use crate::row::{Evidence, Row, Ticket};
 use crate::time::Millis;
@@ -23,17 +23,6 @@ use std::collections::{HashSet, VecDeque};
 /// same record; the bound keeps a flush from chasing it forever. Giving up is safe: the
 /// row keeps its claim, is resent after the lease and the server replays the receipt.
 const ANSWER_PASSES: u8 = 4;
-
-/// What to do with an intent once the port answered.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum IntentAction {
-    /// Not decided yet: ask `prepareSuccessor`.
-    Ask,
-    /// Write the prepared request in place of the intent.
-    Convert(Prepared),
-    /// Quarantine the intent with this code.
-    Block(&'static str),
-}
 
 /// An answer being applied.
 #[derive(Clone, Debug, PartialEq)]
@@ -283,32 +272,6 @@ impl Task {
             Ok(Some(_)) => OrphanStep::Write(IntentAction::Block(SUCCESSOR_UNPREPARED)),
         };
         Wait::On(Task::Orphan { intent, raw, create, step })
-    }
-}
-
-/// What writing an intent's outcome re-reads: a conversion, its record's scope too.
-fn intent_scopes(intent: &Row, create_id: Option<&str>, action: &IntentAction) -> Vec<Scope> {
-    match action {
-        IntentAction::Convert(p) => convert_scopes(intent, create_id, p),
-        IntentAction::Ask | IntentAction::Block(_) => block_scopes(intent),
-    }
-}
-
-fn plan_intent(
-    raw: &Value,
-    create: Option<(&String, &Ticket)>,
-    current: &[Value],
-    action: &IntentAction,
-    now: Millis,
-) -> Option<ReplacePlan> {
-    match action {
-        // A write is asked for an undecided intent only when the app gave no port.
-        IntentAction::Ask => plan_block_intent(raw, current, SUCCESSOR_UNPREPARED, now),
-        IntentAction::Convert(p) => {
-            // Skipped (intent replaced, or the create no longer mine): the answer re-plans.
-            plan_convert(raw, create.map(|(id, t)| (id.as_str(), t)), current, p).ok()
-        }
-        IntentAction::Block(code) => plan_block_intent(raw, current, code, now),
     }
 }
 

@@ -2,8 +2,8 @@
 //! `concurrency` sends and a few claims under way, looked up by token, summed and counted —
 //! never walked in order — and the B-tree's code was 4.5 KB of the gzipped wasm (issue 12).
 
+use super::request::Token;
 use super::task::Task;
-use super::Token;
 
 /// Tasks under way, each under its token (unique: tokens are never reused).
 #[derive(Debug, Default)]

@@ -1,0 +1,61 @@
+//! Where a flush is, why it stopped claiming, and what it remembers across its rounds
+//! (the diagram is in [`super`]'s docs).
+
+use super::request::Token;
+use std::collections::HashSet;
+
+/// Where a flush is (see the diagram in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// The owner's queue is being read for a round; tasks of the round before may still run.
+    Reading {
+        /// The read's token.
+        token: Token,
+        /// Something changed in this round that may make more rows sendable.
+        progress: bool,
+    },
+    /// Claiming and sending the round's candidates.
+    Draining {
+        /// Something changed in this round that may make more rows sendable.
+        progress: bool,
+    },
+    /// No more claims; the tasks under way finish (and a read asked for before is awaited,
+    /// then ignored).
+    Ending {
+        /// Why claiming stopped.
+        why: Ending,
+        /// The token of a read of the queue still outstanding.
+        reading: Option<Token>,
+    },
+    /// One answer obtained by the app (`ack`): no rounds, no claims.
+    Answering,
+}
+
+/// Why a flush stopped claiming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// An auth answer ends the flush for its owner (§6); rows claimed but not sent yet are
+    /// released back to `queued`.
+    Auth,
+    /// `maxRows` sends were made (§8).
+    MaxRows,
+    /// The deadline passed (§8): seen when a round's rows were read or a claim was planned.
+    Deadline,
+}
+
+/// What a flush remembers across its rounds, so that one flush never repeats itself.
+#[derive(Debug, Default)]
+pub(super) struct Memory {
+    /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
+    /// commit may be tried again after the next read).
+    pub(super) attempted: HashSet<String>,
+    /// Orphan intents whose receipt this flush looked up (once per flush, but see
+    /// `orphans_waiting`).
+    pub(super) orphans_tried: HashSet<String>,
+    /// Orphan intents whose conversion was not written (the intent it waits for was still
+    /// one: its lookup answered later). Tried again once an orphan conversion commits.
+    pub(super) orphans_waiting: Vec<String>,
+    /// Conflict successors this flush wrote: one that conflicts again waits for the next
+    /// flush, so two writers racing on one record cannot loop.
+    pub(super) conflict_born: HashSet<String>,
+}

@@ -1,0 +1,188 @@
+//! The drain's rounds (SPEC §8): read the owner's queue, select what is sendable, claim it
+//! in batches as slots free up, and read again while a round changed something.
+
+use super::batch::{Candidate, ClaimBatch};
+use super::outstanding::{Outstanding, Taken};
+use super::phase::{Ending, Phase};
+use super::request::{Draws, Request, Token};
+use super::spread::{go_on_elsewhere, start_anywhere};
+use super::task::Task;
+use super::Flush;
+use crate::accounts::owned_stored;
+use crate::codec::Stored;
+use crate::intent::{awaited_create, is_orphan_intent};
+use crate::row::Row;
+use crate::select::{select_sendable, stored_index};
+use crate::time::Millis;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+impl Flush {
+    pub(super) fn start_round(&mut self) {
+        let token = self.token();
+        self.phase = Phase::Reading { token, progress: false };
+        self.requests.push_back(Request::ReadOwner { token, owner: self.opts.owner.clone() });
+    }
+
+    /// The owner's rows, read for a round: select what is sendable now (§8) and the orphan
+    /// intents (§7), then start claiming.
+    pub fn handle_rows(
+        &mut self,
+        token: Token,
+        rows: &[Value],
+        now: Millis,
+        draws: &mut dyn Draws,
+        out: &mut Outstanding,
+    ) {
+        let progress = match self.phase {
+            Phase::Reading { token: t, progress } if t == token => progress,
+            Phase::Ending { why, reading: Some(t) } if t == token => {
+                self.phase = Phase::Ending { why, reading: None };
+                return;
+            }
+            _ => return,
+        };
+        if self.past_deadline(now) {
+            // No claims and no port calls for orphans once the deadline has passed.
+            self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
+            return;
+        }
+        self.phase = Phase::Draining { progress };
+        let owner = self.opts.owner.clone();
+        // Another owner's rows are never considered, whatever the driver read (§11).
+        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
+            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
+        let by_id: HashMap<&str, &Value> =
+            stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
+        let exists = stored_index(&stored);
+        let tab = &self.opts.tab;
+        let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
+            .into_iter()
+            .filter(|r| !self.memory.attempted.contains(&r.id))
+            .filter_map(|r| {
+                let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
+                Candidate::new(by_id[r.id.as_str()].clone(), pred)
+            })
+            .collect();
+        self.candidates = start_anywhere(picked, draws.unit());
+        let rows_by_id: HashMap<&str, &Row> =
+            stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
+        let orphans: Vec<(Value, String)> = stored
+            .iter()
+            .filter_map(Stored::row)
+            .filter_map(|r| {
+                // §7 vanished predecessor: what an intent waits for is its create's receipt,
+                // also when it is chained behind earlier intents (a `noMerge` one, or one it
+                // could not absorb), so the test is on the create that chain leads to, and
+                // that create's receipt is the one looked up.
+                let create = awaited_create(r, |id| rows_by_id.get(id).copied());
+                let orphan = is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
+                    && !self.memory.orphans_tried.contains(&r.id);
+                orphan.then(|| (by_id[r.id.as_str()].clone(), create.unwrap_or_default().to_owned()))
+            })
+            .collect();
+        for (raw, create) in orphans {
+            let id = raw["id"].as_str().unwrap_or_default().to_owned();
+            self.memory.orphans_tried.insert(id);
+            let token = self.token();
+            let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
+            let task = Task::orphan(raw, intent, create, &self.opts);
+            self.emit(token, &task);
+            self.tasks.insert(token, task);
+        }
+        self.pump(out);
+    }
+
+    /// The ids of the owner's rows now, asked for after meeting another tab's claims: the
+    /// round's candidates that are gone are dropped, and claiming goes on in the middle of
+    /// the longest stretch of rows still there (see [`spread::go_on_elsewhere`]).
+    pub fn handle_ids(&mut self, token: Token, ids: &[String], draws: &mut dyn Draws, out: &mut Outstanding) {
+        if self.refreshing != Some(token) {
+            return;
+        }
+        self.refreshing = None;
+        let there: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let list: Vec<Candidate> = self.candidates.drain(..).collect();
+        let left = go_on_elsewhere(list, &there, draws.unit());
+        if left.is_empty() {
+            // Nothing of the list is left: read the queue again, as at a stale claim at
+            // the end of the list (rows other tabs made sendable are found there).
+            if matches!(self.phase, Phase::Draining { .. }) {
+                self.start_round();
+            }
+        } else {
+            self.candidates = left;
+        }
+        self.pump(out);
+    }
+
+    pub(super) fn used_slots(&self) -> usize {
+        self.tasks.values().map(Task::slots).sum()
+    }
+
+    /// Starts a claim batch while there is room, then decides whether the drain goes on.
+    pub(super) fn pump(&mut self, out: &mut Outstanding) {
+        self.stop_if_session_expired(out);
+        if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
+            self.claim_batch(out);
+            if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
+                self.phase = Phase::Ending { why: Ending::MaxRows, reading: None };
+            }
+        }
+        if matches!(self.phase, Phase::Ending { .. }) {
+            self.candidates.clear();
+        }
+        let idle = self.tasks.is_empty()
+            && self.candidates.is_empty()
+            && self.requests.is_empty()
+            && self.refreshing.is_none();
+        if idle && self.phase == (Phase::Draining { progress: true }) {
+            self.start_round();
+        }
+    }
+
+    /// Takes candidates into one claim batch, as many as there are free slots (§8 limit) and
+    /// sends left (`maxRows`), one per record.
+    pub(super) fn claim_batch(&mut self, out: &mut Outstanding) {
+        let limit = self.opts.concurrency.max(1);
+        let room = limit.saturating_sub(self.used_slots());
+        let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
+            // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
+            usize::try_from(m.saturating_sub(self.sends + self.claims_in_progress())).unwrap_or(usize::MAX)
+        });
+        // Claim in batches: wait until half the slots are free (when nothing runs, all are),
+        // so one transaction claims several rows.
+        let want = if room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
+        let token = self.token();
+        let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
+        let mut postponed = false;
+        while batch.items.len() < want {
+            let Some(c) = self.candidates.pop_front() else { break };
+            match out.reserve(self.id, &self.opts.owner, &c.target) {
+                Ok(()) => {
+                    self.held.insert(c.target.clone(), token);
+                    self.memory.attempted.insert(c.id.clone());
+                    batch.items.push(c);
+                }
+                // §8: rows of one target strictly one after another: this one waits for
+                // the next round.
+                Err(Taken::ByThisFlush) => postponed = true,
+                // The record is on its way in another flush of this tab (maybe a send
+                // that outlived its lease): that flush goes on with it.
+                Err(Taken::ByOtherFlush) => self.report.skipped += 1,
+            }
+        }
+        if !batch.items.is_empty() {
+            let task = Task::Claim(batch);
+            self.emit(token, &task);
+            self.tasks.insert(token, task);
+        }
+        if let (true, Phase::Draining { progress }) = (postponed, &mut self.phase) {
+            *progress = true;
+        }
+    }
+
+    pub(super) fn claims_in_progress(&self) -> u64 {
+        self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
+    }
+}

@@ -1,0 +1,54 @@
+//! The sets of stored rows a replace reads and compares (SPEC §4 step 1), and the key
+//! order rows are compared in.
+
+use crate::fingerprint::canonical_json;
+use serde_json::Value;
+
+/// A set of stored rows a replace re-reads and compares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every row with this owner and target (index `[owner, target]`).
+    Target {
+        /// Account.
+        owner: String,
+        /// Record key.
+        target: String,
+    },
+    /// The row with this key, if it exists.
+    Id(String),
+    /// Every row of this owner whose `savedAt` is a number: the owner's range of the
+    /// `[owner, savedAt]` index, what the owner-wide commands (`resumeHeld`, `purgeOwner`)
+    /// read and change in one replace. One scope, not one per row: a replace over N rows
+    /// then costs one read and work in proportion to N.
+    Owner(String),
+}
+
+impl Scope {
+    /// The `(owner, target)` scope.
+    #[must_use]
+    pub fn target(owner: &str, target: &str) -> Scope {
+        Scope::Target { owner: owner.to_owned(), target: target.to_owned() }
+    }
+
+    /// True if a stored value belongs to this scope.
+    #[must_use]
+    pub fn contains(&self, raw: &Value) -> bool {
+        match self {
+            Scope::Target { owner, target } => {
+                raw.get("owner").and_then(Value::as_str) == Some(owner)
+                    && raw.get("target").and_then(Value::as_str) == Some(target)
+            }
+            Scope::Id(id) => raw.get("id").and_then(Value::as_str) == Some(id),
+            Scope::Owner(owner) => {
+                raw.get("owner").and_then(Value::as_str) == Some(owner)
+                    && raw.get("savedAt").is_some_and(Value::is_number)
+            }
+        }
+    }
+}
+
+/// A stored value's key as a sortable string.
+#[must_use]
+pub fn key_string(raw: &Value) -> String {
+    raw.get("id").map(canonical_json).unwrap_or_default()
+}
