@@ -67,14 +67,14 @@ pub enum Request {
         owner: String,
     },
     /// Read the ids of `owner`'s rows now (index `[owner, savedAt]`, keys only: no values),
-    /// for [`Flush::handle_ids`].
+    /// for [`super::Flush::handle_ids`].
     ReadIds {
         /// Hand the ids back with this token.
         token: Token,
         /// The owner.
         owner: String,
     },
-    /// One readwrite transaction over `scopes`, planned by [`Flush::plan`] inside it.
+    /// One readwrite transaction over `scopes`, planned by [`super::Flush::plan`] inside it.
     Write {
         /// Token for `plan` and `handle_written`.
         token: Token,

@@ -95,7 +95,7 @@ impl Flush {
 
     /// The ids of the owner's rows now, asked for after meeting another tab's claims: the
     /// round's candidates that are gone are dropped, and claiming goes on in the middle of
-    /// the longest stretch of rows still there (see [`spread::go_on_elsewhere`]).
+    /// the longest stretch of rows still there (see [`super::spread::go_on_elsewhere`]).
     pub fn handle_ids(&mut self, token: Token, ids: &[String], draws: &mut dyn Draws, out: &mut Outstanding) {
         if self.refreshing != Some(token) {
             return;
