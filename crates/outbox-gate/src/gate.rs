@@ -236,14 +236,33 @@ impl<DB: Engine> Gate<DB> {
     }
 
     /// Removes completed records whose retention ended before `now_ms` and processing
-    /// records whose lease ended (their holder crashed and nobody resent).
+    /// records whose lease ended (their holder crashed and nobody resent), in batches of
+    /// [`PURGE_BATCH`] rows with a pause of [`PURGE_PAUSE`] between two: on SQLite a
+    /// statement holds the database's one write lock, and one `DELETE` of every expired row
+    /// kept the requests waiting for it (500,000 rows: 7.6 s, 7 % of writes answered `503`).
     ///
     /// # Errors
-    /// The database failed.
+    /// The database failed (what earlier batches removed stays removed).
     pub async fn purge(&self, now_ms: i64) -> Result<Purged, sqlx::Error> {
-        DB::purge(&self.pool, now_ms).await
+        let mut total = Purged::default();
+        loop {
+            let batch = DB::purge(&self.pool, now_ms, PURGE_BATCH).await?;
+            total.completed += batch.completed;
+            total.orphaned += batch.orphaned;
+            let full = |n: u64| n >= PURGE_BATCH.unsigned_abs();
+            if !full(batch.completed) && !full(batch.orphaned) {
+                return Ok(total);
+            }
+            tokio::time::sleep(PURGE_PAUSE).await;
+        }
     }
 }
+
+/// The most rows one purge statement removes (of each kind).
+pub const PURGE_BATCH: i64 = 500;
+
+/// The pause between two purge batches, in which waiting writers get the lock.
+pub const PURGE_PAUSE: Duration = Duration::from_millis(20);
 
 /// How a handler's run ended.
 enum Attempt {

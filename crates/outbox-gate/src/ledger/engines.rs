@@ -130,9 +130,11 @@ macro_rules! engine_impl {
                 })
             }
 
-            async fn purge(pool: &Pool<Self>, now_ms: i64) -> Result<Purged, sqlx::Error> {
-                let completed = sqlx::query($sql.purge_completed).bind(now_ms).execute(pool).await?.rows_affected();
-                let orphaned = sqlx::query($sql.purge_orphaned).bind(now_ms).execute(pool).await?.rows_affected();
+            async fn purge(pool: &Pool<Self>, now_ms: i64, limit: i64) -> Result<Purged, sqlx::Error> {
+                let completed =
+                    sqlx::query($sql.purge_completed).bind(now_ms).bind(limit).execute(pool).await?.rows_affected();
+                let orphaned =
+                    sqlx::query($sql.purge_orphaned).bind(now_ms).bind(limit).execute(pool).await?.rows_affected();
                 Ok(Purged { completed, orphaned })
             }
 

@@ -161,8 +161,10 @@ pub trait Engine: sqlx::Database {
     ) -> impl Future<Output = Result<Receipt, sqlx::Error>> + Send;
 
     /// Removes completed records whose retention ended and processing records whose lease
-    /// ended (never one still within its lease).
-    fn purge(pool: &Pool<Self>, now_ms: i64) -> impl Future<Output = Result<Purged, sqlx::Error>> + Send;
+    /// ended (never one still within its lease): at most `limit` of each in one statement
+    /// each, so that other writers wait for one batch at most. [`crate::Gate::purge`] calls
+    /// it until a batch comes back short.
+    fn purge(pool: &Pool<Self>, now_ms: i64, limit: i64) -> impl Future<Output = Result<Purged, sqlx::Error>> + Send;
 
     /// True for a failure that a retry may cure (busy, lock timeout, serialization
     /// failure, deadlock, pool exhausted, connection lost): answered `503` + `Retry-After`.
