@@ -3,7 +3,7 @@
 //! transient error codes).
 
 use super::sql::{POSTGRES, SQLITE};
-use super::{answer_of, transient_common, Engine, NewRecord, Purged, Receipt, Reservation};
+use super::{answer_of, transient_common, Engine, NewRecord, Purged, Receipt, RecordKey, Reservation};
 use crate::answer::Answer;
 use sqlx::{Pool, Postgres, Row, Sqlite, Transaction};
 use std::future::Future;
@@ -24,6 +24,7 @@ macro_rules! engine_impl {
                 // purged meanwhile): then try again, a few times.
                 for _ in 0..3 {
                     let inserted = sqlx::query($sql.insert)
+                        .bind(r.scope)
                         .bind(r.actor)
                         .bind(r.key)
                         .bind(r.operation)
@@ -36,7 +37,8 @@ macro_rules! engine_impl {
                     if inserted == 1 {
                         return Ok(Reservation::Reserved { fence: 1, recovered: false });
                     }
-                    let Some(row) = sqlx::query($sql.select).bind(r.actor).bind(r.key).fetch_optional(pool).await?
+                    let Some(row) =
+                        sqlx::query($sql.select).bind(r.scope).bind(r.actor).bind(r.key).fetch_optional(pool).await?
                     else {
                         continue;
                     };
@@ -53,6 +55,7 @@ macro_rules! engine_impl {
                     }
                     let taken = sqlx::query($sql.takeover)
                         .bind(lease_until)
+                        .bind(r.scope)
                         .bind(r.actor)
                         .bind(r.key)
                         .bind(fence)
@@ -76,8 +79,7 @@ macro_rules! engine_impl {
 
             async fn complete(
                 tx: &mut Transaction<'static, Self>,
-                actor: &str,
-                key: &str,
+                id: RecordKey<'_>,
                 fingerprint: &str,
                 fence: i64,
                 answer: &Answer,
@@ -89,8 +91,9 @@ macro_rules! engine_impl {
                     .bind(answer.body.to_string())
                     .bind(now_ms)
                     .bind(expires_ms)
-                    .bind(actor)
-                    .bind(key)
+                    .bind(id.scope)
+                    .bind(id.actor)
+                    .bind(id.key)
                     .bind(fence)
                     .bind(fingerprint)
                     .execute(&mut **tx)
@@ -101,15 +104,15 @@ macro_rules! engine_impl {
 
             async fn release(
                 pool: &Pool<Self>,
-                actor: &str,
-                key: &str,
+                id: RecordKey<'_>,
                 fingerprint: &str,
                 fence: i64,
                 lease_until_ms: i64,
             ) -> Result<(), sqlx::Error> {
                 sqlx::query($sql.release)
-                    .bind(actor)
-                    .bind(key)
+                    .bind(id.scope)
+                    .bind(id.actor)
+                    .bind(id.key)
                     .bind(fence)
                     .bind(fingerprint)
                     .bind(lease_until_ms)
@@ -118,8 +121,9 @@ macro_rules! engine_impl {
                 Ok(())
             }
 
-            async fn receipt(pool: &Pool<Self>, actor: &str, key: &str, now_ms: i64) -> Result<Receipt, sqlx::Error> {
-                let Some(row) = sqlx::query($sql.select).bind(actor).bind(key).fetch_optional(pool).await? else {
+            async fn receipt(pool: &Pool<Self>, id: RecordKey<'_>, now_ms: i64) -> Result<Receipt, sqlx::Error> {
+                let query = sqlx::query($sql.select).bind(id.scope).bind(id.actor).bind(id.key);
+                let Some(row) = query.fetch_optional(pool).await? else {
                     return Ok(Receipt::Unknown);
                 };
                 let (status, lease): (String, i64) = (row.try_get(1)?, row.try_get(3)?);
@@ -163,6 +167,15 @@ fn is_transient_code<DB: EngineExtra>(error: &sqlx::Error) -> bool {
     }
 }
 
+/// The statements of a schema text.
+fn statements(schema: &'static str) -> impl Iterator<Item = &'static str> {
+    schema.split(';').filter(|s| !s.trim().is_empty())
+}
+
+/// The columns of a ledger made before scopes, copied as they are.
+const UNSCOPED_COLUMNS: &str = "actor, key, operation, fingerprint, status, fence, lease_until, response_status, \
+    response_body, created_at, completed_at, expires_at";
+
 /// What differs between the engines beyond the SQL text.
 trait EngineExtra: sqlx::Database {
     fn migrate_locked(pool: &Pool<Self>, schema: &'static str) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
@@ -173,8 +186,31 @@ trait EngineExtra: sqlx::Database {
 impl EngineExtra for Sqlite {
     async fn migrate_locked(pool: &Pool<Self>, schema: &'static str) -> Result<(), sqlx::Error> {
         let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-        for statement in schema.split(';').filter(|s| !s.trim().is_empty()) {
+        for statement in statements(schema) {
             sqlx::query(statement).execute(&mut *tx).await?;
+        }
+        // A ledger made before scopes (keyed by `(actor, key)`): SQLite cannot change a
+        // primary key, so the table is made again with the scope and its records copied
+        // into the empty scope, where every lookup of the unchanged API finds them.
+        let scoped: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM pragma_table_info('gate_idempotency') WHERE name = 'scope'")
+                .fetch_one(&mut *tx)
+                .await?;
+        if scoped == 0 {
+            let moved = [
+                "ALTER TABLE gate_idempotency RENAME TO gate_idempotency_unscoped",
+                "DROP INDEX IF EXISTS gate_idempotency_purge",
+            ];
+            for statement in moved.into_iter().chain(statements(schema)) {
+                sqlx::query(statement).execute(&mut *tx).await?;
+            }
+            sqlx::query(&format!(
+                "INSERT INTO gate_idempotency (scope, {UNSCOPED_COLUMNS}) SELECT '', {UNSCOPED_COLUMNS}
+                 FROM gate_idempotency_unscoped"
+            ))
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DROP TABLE gate_idempotency_unscoped").execute(&mut *tx).await?;
         }
         tx.commit().await
     }
@@ -195,7 +231,7 @@ impl EngineExtra for Postgres {
         // catalog, so the migration runs under a transaction-scoped advisory lock.
         let mut tx = pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(7262960341)").execute(&mut *tx).await?;
-        for statement in schema.split(';').filter(|s| !s.trim().is_empty()) {
+        for statement in statements(schema) {
             sqlx::query(statement).execute(&mut *tx).await?;
         }
         // A ledger made by an earlier version keeps its answers as `JSONB`: turned into
@@ -210,6 +246,31 @@ impl EngineExtra for Postgres {
             sqlx::query("ALTER TABLE gate_idempotency ALTER COLUMN response_body TYPE TEXT USING response_body::text")
                 .execute(&mut *tx)
                 .await?;
+        }
+        // A ledger made before scopes (keyed by `(actor, key)`): its records go to the
+        // empty scope, where every lookup of the unchanged API finds them, and the primary
+        // key becomes `(scope, actor, key)`.
+        let scoped: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+               AND table_name = 'gate_idempotency' AND column_name = 'scope'",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        if scoped.is_none() {
+            sqlx::query("ALTER TABLE gate_idempotency ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+                .execute(&mut *tx)
+                .await?;
+            let key: String = sqlx::query_scalar(
+                "SELECT conname::text FROM pg_constraint WHERE conrelid = 'gate_idempotency'::regclass AND contype = 'p'",
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            sqlx::query(&format!(
+                "ALTER TABLE gate_idempotency DROP CONSTRAINT \"{}\", ADD PRIMARY KEY (scope, actor, key)",
+                key.replace('"', "\"\"")
+            ))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await
     }

@@ -1,5 +1,5 @@
 //! The idempotency ledger (SPEC §14): one table, `gate_idempotency`, keyed by
-//! `(actor, key)`, in the app's own database, so that the app's domain writes and the
+//! `(scope, actor, key)` (the scope is the app's: a tenant, a host; empty by default), in the app's own database, so that the app's domain writes and the
 //! completion of the record commit in one transaction.
 //!
 //! A record's life:
@@ -27,7 +27,7 @@ use std::future::Future;
 mod engines;
 mod sql;
 
-/// What an attempt to reserve `(actor, key)` found.
+/// What an attempt to reserve `(scope, actor, key)` found.
 #[derive(Clone, Debug, PartialEq)]
 #[must_use]
 pub enum Reservation {
@@ -50,7 +50,7 @@ pub enum Reservation {
     },
 }
 
-/// What the ledger holds for `(actor, key)`, for a receipt lookup.
+/// What the ledger holds for `(scope, actor, key)`, for a receipt lookup.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Receipt {
     /// No record (never seen, released, or purged).
@@ -74,9 +74,31 @@ pub struct Purged {
     pub orphaned: u64,
 }
 
+/// Which record: the ledger's primary key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordKey<'a> {
+    /// The part of the app the actor acts in (a tenant, a host), as the app sets it; empty
+    /// for an app with one.
+    pub scope: &'a str,
+    /// Who acts (from the app's authentication).
+    pub actor: &'a str,
+    /// The `Idempotency-Key`.
+    pub key: &'a str,
+}
+
+impl<'a> RecordKey<'a> {
+    /// `(actor, key)` in the empty scope.
+    #[must_use]
+    pub fn new(actor: &'a str, key: &'a str) -> RecordKey<'a> {
+        RecordKey { scope: "", actor, key }
+    }
+}
+
 /// A reservation to make.
 #[derive(Clone, Copy, Debug)]
 pub struct NewRecord<'a> {
+    /// The app's scope (see [`RecordKey::scope`]).
+    pub scope: &'a str,
     /// Who acts (from the app's authentication).
     pub actor: &'a str,
     /// The `Idempotency-Key`.
@@ -91,7 +113,13 @@ pub struct NewRecord<'a> {
     pub lease_ms: i64,
 }
 
-impl NewRecord<'_> {
+impl<'a> NewRecord<'a> {
+    /// The record it makes.
+    #[must_use]
+    pub fn id(&self) -> RecordKey<'a> {
+        RecordKey { scope: self.scope, actor: self.actor, key: self.key }
+    }
+
     /// The lease end `reserve` writes, for a new record and a takeover alike; a release
     /// names it (see [`Engine::release`]).
     #[must_use]
@@ -127,8 +155,7 @@ pub trait Engine: sqlx::Database {
     #[allow(clippy::too_many_arguments)] // the record's identity, its answer and its times
     fn complete(
         tx: &mut Transaction<'static, Self>,
-        actor: &str,
-        key: &str,
+        id: RecordKey<'_>,
         fingerprint: &str,
         fence: i64,
         answer: &Answer,
@@ -145,18 +172,16 @@ pub trait Engine: sqlx::Database {
     /// release (retried, or queued behind a lock) must not drop it.
     fn release(
         pool: &Pool<Self>,
-        actor: &str,
-        key: &str,
+        id: RecordKey<'_>,
         fingerprint: &str,
         fence: i64,
         lease_until_ms: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
-    /// The record of `(actor, key)`.
+    /// The record of `id`.
     fn receipt(
         pool: &Pool<Self>,
-        actor: &str,
-        key: &str,
+        id: RecordKey<'_>,
         now_ms: i64,
     ) -> impl Future<Output = Result<Receipt, sqlx::Error>> + Send;
 

@@ -16,6 +16,7 @@ pub(super) struct Sql {
 /// SQLite: times are epoch milliseconds in `INTEGER`s, the answer is JSON text.
 pub(super) const SQLITE: Sql = Sql {
     schema: "CREATE TABLE IF NOT EXISTS gate_idempotency (
+        scope TEXT NOT NULL DEFAULT '',
         actor TEXT NOT NULL,
         key TEXT NOT NULL,
         operation TEXT NOT NULL,
@@ -28,20 +29,20 @@ pub(super) const SQLITE: Sql = Sql {
         created_at INTEGER NOT NULL,
         completed_at INTEGER,
         expires_at INTEGER,
-        PRIMARY KEY (actor, key)
+        PRIMARY KEY (scope, actor, key)
     );
     CREATE INDEX IF NOT EXISTS gate_idempotency_purge ON gate_idempotency (status, expires_at)",
-    insert: "INSERT INTO gate_idempotency (actor, key, operation, fingerprint, status, fence, lease_until, created_at)
-        VALUES ($1, $2, $3, $4, 'processing', 1, $5, $6) ON CONFLICT (actor, key) DO NOTHING",
+    insert: "INSERT INTO gate_idempotency (scope, actor, key, operation, fingerprint, status, fence, lease_until,
+        created_at) VALUES ($1, $2, $3, $4, $5, 'processing', 1, $6, $7) ON CONFLICT (scope, actor, key) DO NOTHING",
     select: "SELECT fingerprint, status, fence, lease_until, response_status, response_body
-        FROM gate_idempotency WHERE actor = $1 AND key = $2",
+        FROM gate_idempotency WHERE scope = $1 AND actor = $2 AND key = $3",
     takeover: "UPDATE gate_idempotency SET fence = fence + 1, lease_until = $1
-        WHERE actor = $2 AND key = $3 AND status = 'processing' AND fence = $4 AND lease_until <= $5",
+        WHERE scope = $2 AND actor = $3 AND key = $4 AND status = 'processing' AND fence = $5 AND lease_until <= $6",
     complete: "UPDATE gate_idempotency SET status = 'completed', response_status = $1, response_body = $2,
         completed_at = $3, expires_at = $4
-        WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
+        WHERE scope = $5 AND actor = $6 AND key = $7 AND fence = $8 AND fingerprint = $9 AND status = 'processing'",
     release: "DELETE FROM gate_idempotency
-        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4 AND lease_until = $5
+        WHERE scope = $1 AND actor = $2 AND key = $3 AND fence = $4 AND fingerprint = $5 AND lease_until = $6
           AND status = 'processing'",
     // At most $2 rows per statement: one `DELETE` of every expired row held SQLite's write
     // lock for seconds (500,000 rows: 7.6 s, writes answered 503 meanwhile).
@@ -58,6 +59,7 @@ pub(super) const SQLITE: Sql = Sql {
 /// replay's bytes differed from the first answer's.
 pub(super) const POSTGRES: Sql = Sql {
     schema: "CREATE TABLE IF NOT EXISTS gate_idempotency (
+        scope TEXT NOT NULL DEFAULT '',
         actor TEXT NOT NULL,
         key TEXT NOT NULL,
         operation TEXT NOT NULL,
@@ -70,34 +72,34 @@ pub(super) const POSTGRES: Sql = Sql {
         created_at TIMESTAMPTZ NOT NULL,
         completed_at TIMESTAMPTZ,
         expires_at TIMESTAMPTZ,
-        PRIMARY KEY (actor, key)
+        PRIMARY KEY (scope, actor, key)
     );
     CREATE INDEX IF NOT EXISTS gate_idempotency_purge ON gate_idempotency (status, expires_at)",
-    insert: "INSERT INTO gate_idempotency (actor, key, operation, fingerprint, status, fence, lease_until, created_at)
-        VALUES ($1, $2, $3, $4, 'processing', 1, to_timestamp($5::float8 / 1000), to_timestamp($6::float8 / 1000))
-        ON CONFLICT (actor, key) DO NOTHING",
+    insert: "INSERT INTO gate_idempotency (scope, actor, key, operation, fingerprint, status, fence, lease_until,
+        created_at) VALUES ($1, $2, $3, $4, $5, 'processing', 1, to_timestamp($6::float8 / 1000),
+        to_timestamp($7::float8 / 1000)) ON CONFLICT (scope, actor, key) DO NOTHING",
     select: "SELECT fingerprint, status, fence, (extract(epoch FROM lease_until) * 1000)::bigint,
         response_status::bigint, response_body::text
-        FROM gate_idempotency WHERE actor = $1 AND key = $2",
+        FROM gate_idempotency WHERE scope = $1 AND actor = $2 AND key = $3",
     takeover: "UPDATE gate_idempotency SET fence = fence + 1, lease_until = to_timestamp($1::float8 / 1000)
-        WHERE actor = $2 AND key = $3 AND status = 'processing' AND fence = $4
-          AND lease_until <= to_timestamp($5::float8 / 1000)",
+        WHERE scope = $2 AND actor = $3 AND key = $4 AND status = 'processing' AND fence = $5
+          AND lease_until <= to_timestamp($6::float8 / 1000)",
     complete: "UPDATE gate_idempotency SET status = 'completed', response_status = $1::bigint::int,
         response_body = $2, completed_at = to_timestamp($3::float8 / 1000),
         expires_at = to_timestamp($4::float8 / 1000)
-        WHERE actor = $5 AND key = $6 AND fence = $7 AND fingerprint = $8 AND status = 'processing'",
+        WHERE scope = $5 AND actor = $6 AND key = $7 AND fence = $8 AND fingerprint = $9 AND status = 'processing'",
     release: "DELETE FROM gate_idempotency
-        WHERE actor = $1 AND key = $2 AND fence = $3 AND fingerprint = $4
-          AND lease_until = to_timestamp($5::float8 / 1000) AND status = 'processing'",
+        WHERE scope = $1 AND actor = $2 AND key = $3 AND fence = $4 AND fingerprint = $5
+          AND lease_until = to_timestamp($6::float8 / 1000) AND status = 'processing'",
     // At most $2 rows per statement. The outer conditions are checked again on the row the
     // `DELETE` locks: a record taken over (or completed) between the sub-select and the
     // delete no longer matches them and stays.
     purge_completed: "DELETE FROM gate_idempotency WHERE status = 'completed'
         AND expires_at < to_timestamp($1::float8 / 1000)
-        AND (actor, key) IN (SELECT actor, key FROM gate_idempotency WHERE status = 'completed'
+        AND (scope, actor, key) IN (SELECT scope, actor, key FROM gate_idempotency WHERE status = 'completed'
           AND expires_at < to_timestamp($1::float8 / 1000) LIMIT $2)",
     purge_orphaned: "DELETE FROM gate_idempotency WHERE status = 'processing'
         AND lease_until < to_timestamp($1::float8 / 1000)
-        AND (actor, key) IN (SELECT actor, key FROM gate_idempotency WHERE status = 'processing'
+        AND (scope, actor, key) IN (SELECT scope, actor, key FROM gate_idempotency WHERE status = 'processing'
           AND lease_until < to_timestamp($1::float8 / 1000) LIMIT $2)",
 };
