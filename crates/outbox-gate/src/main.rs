@@ -102,12 +102,14 @@ async fn serve<DB: DemoStore>(gate: Gate<DB>, args: Args) {
     println!("outbox-gate: demo server on http://{}/ (ledger: {})", args.addr, args.db);
     println!("outbox-gate: STAND-IN LOGIN — `Bearer <user>.<session>` is trusted as is; anyone can act as anyone.");
     if test_endpoints {
-        println!("outbox-gate: --test-endpoints: /api/effects and /api/sessions/revoke are open; never deploy this.");
+        println!(
+            "outbox-gate: --test-endpoints: /api/effects (every actor's operation ids) is open; never deploy this."
+        );
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    demo::serve(listener, app, demo::Timeouts::default(), shutdown)
         .await
         .unwrap_or_else(|e| fail(&format!("server: {e}")));
 }
