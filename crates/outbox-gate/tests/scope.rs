@@ -101,73 +101,73 @@ async fn two_tenants_under_one_key_are_two_records(base: &str) {
     assert_eq!(receipt_of(base, "/receipts/k2", &long).await.0, 400);
 }
 
+/// The tests, on one engine: the old ledger's statements (its table, its index and one
+/// completed answer under key `old` for `POST /plain {"x":1}`, whose fingerprint is bound
+/// to `$1`), and queries for the primary key's columns in order and the purge index.
+macro_rules! scope_tests {
+    ($db:ty, old: $old:expr, primary_key: $pk:expr, purge_index: $index:expr) => {
+        app!($db);
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_tenant_never_gets_another_tenants_receipt() {
+            let pool = <$db>::fresh("scope_tenants", Duration::from_secs(5)).await;
+            sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
+            let base = serve(&pool).await;
+            two_tenants_under_one_key_are_two_records(&base).await;
+            assert_eq!(tenants(&pool).await, ["a.example", "b.example"]);
+        }
+
+        /// A ledger made before scopes, `(actor, key)` its primary key, with one completed
+        /// answer: migrated at start (SQLite: made again; PostgreSQL: a column added and
+        /// the key replaced), the answer is still replayed through the API without a
+        /// scope, and the same key is free in a tenant.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_ledger_made_before_scopes_is_migrated_and_still_answers() {
+            let pool = <$db>::fresh("scope_migration", Duration::from_secs(5)).await;
+            sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
+            let fp = outbox_gate::request::fingerprint("POST", "/plain", None, br#"{"x":1}"#);
+            for statement in $old {
+                let query = sqlx::query(statement);
+                let query = if statement.contains("$1") { query.bind(&fp) } else { query };
+                query.execute(&pool).await.unwrap();
+            }
+            let base = serve(&pool).await;
+            let old = send(&base, "/plain", "a.example", "old").await;
+            assert_eq!((old.status, old.replayed, old.body), (201, true, json!({"tenant": "before"})));
+            assert_eq!(receipt_of(&base, "/plain/old", "a.example").await, (200, json!({"tenant": "before"})));
+            let scoped = send(&base, "/op", "a.example", "old").await;
+            assert_eq!((scoped.status, scoped.replayed), (201, false), "another scope's record");
+            assert_eq!(tenants(&pool).await, ["a.example"]);
+            let key: Vec<String> = sqlx::query_scalar($pk).fetch_all(&pool).await.unwrap();
+            assert_eq!(key, ["scope", "actor", "key"]);
+            let index: i64 = sqlx::query_scalar($index).fetch_one(&pool).await.unwrap();
+            assert_eq!(index, 1, "the purge index");
+            // Started again, nothing is migrated twice.
+            let again = serve(&pool).await;
+            assert_eq!(receipt_of(&again, "/plain/old", "a.example").await.0, 200);
+        }
+    };
+}
+
 mod sqlite {
     use super::*;
     use sqlx::Sqlite;
-    app!(Sqlite);
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_tenant_never_gets_another_tenants_receipt() {
-        let pool = Sqlite::fresh("scope_tenants", Duration::from_secs(5)).await;
-        sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
-        let base = serve(&pool).await;
-        two_tenants_under_one_key_are_two_records(&base).await;
-        assert_eq!(tenants(&pool).await, ["a.example", "b.example"]);
-    }
-
-    /// A ledger made before scopes: `(actor, key)` as its primary key, one completed
-    /// answer in it. Made again at start with the scope; the answer is still replayed
-    /// through the API without a scope, and the same key is free in a tenant.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_ledger_made_before_scopes_is_migrated_and_still_answers() {
-        let pool = Sqlite::fresh("scope_migration", Duration::from_secs(5)).await;
-        sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
-        sqlx::query(
+    scope_tests!(
+        Sqlite,
+        old: [
             "CREATE TABLE gate_idempotency (actor TEXT NOT NULL, key TEXT NOT NULL, operation TEXT NOT NULL,
                 fingerprint TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('processing', 'completed')),
                 fence INTEGER NOT NULL, lease_until INTEGER NOT NULL, response_status INTEGER, response_body TEXT,
                 created_at INTEGER NOT NULL, completed_at INTEGER, expires_at INTEGER, PRIMARY KEY (actor, key))",
-        )
-        .execute(&pool)
-        .await
-        .unwrap();
-        sqlx::query("CREATE INDEX gate_idempotency_purge ON gate_idempotency (status, expires_at)")
-            .execute(&pool)
-            .await
-            .unwrap();
-        let fp = outbox_gate::request::fingerprint("POST", "/plain", None, br#"{"x":1}"#);
-        sqlx::query(
+            "CREATE INDEX gate_idempotency_purge ON gate_idempotency (status, expires_at)",
             "INSERT INTO gate_idempotency VALUES ('ada', 'old', 'POST /plain', $1, 'completed', 1, 0, 201,
                 '{\"tenant\":\"before\"}', 0, 0, 9000000000000)",
-        )
-        .bind(fp)
-        .execute(&pool)
-        .await
-        .unwrap();
-        let base = serve(&pool).await;
-        let old = send(&base, "/plain", "a.example", "old").await;
-        assert_eq!((old.status, old.replayed, old.body), (201, true, json!({"tenant": "before"})));
-        assert_eq!(receipt_of(&base, "/plain/old", "a.example").await, (200, json!({"tenant": "before"})));
-        let scoped = send(&base, "/op", "a.example", "old").await;
-        assert_eq!((scoped.status, scoped.replayed), (201, false), "another scope's record");
-        assert_eq!(tenants(&pool).await, ["a.example"]);
-        let key: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM pragma_table_info('gate_idempotency') WHERE pk > 0 ORDER BY pk")
-                .fetch_all(&pool)
-                .await
-                .unwrap();
-        assert_eq!(key, ["scope", "actor", "key"]);
-        let purge_index: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'gate_idempotency_purge' AND tbl_name = 'gate_idempotency'",
-        )
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-        assert_eq!(purge_index, 1);
-        // Started again, nothing is migrated twice.
-        let again = serve(&pool).await;
-        assert_eq!(receipt_of(&again, "/plain/old", "a.example").await.0, 200);
-    }
+        ],
+        primary_key: "SELECT name FROM pragma_table_info('gate_idempotency') WHERE pk > 0 ORDER BY pk",
+        purge_index: "SELECT COUNT(*) FROM sqlite_master
+            WHERE name = 'gate_idempotency_purge' AND tbl_name = 'gate_idempotency'"
+    );
 }
 
 /// Needs PostgreSQL: `scripts/pg.sh cargo test -p outbox-gate --features postgres-tests`.
@@ -175,58 +175,23 @@ mod sqlite {
 mod postgres {
     use super::*;
     use sqlx::Postgres;
-    app!(Postgres);
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_tenant_never_gets_another_tenants_receipt() {
-        let pool = Postgres::fresh("scope_tenants", Duration::from_secs(5)).await;
-        sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
-        let base = serve(&pool).await;
-        two_tenants_under_one_key_are_two_records(&base).await;
-        assert_eq!(tenants(&pool).await, ["a.example", "b.example"]);
-    }
-
-    /// As on SQLite: the scope column is added (records in the empty scope) and the
-    /// primary key becomes `(scope, actor, key)`.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_ledger_made_before_scopes_is_migrated_and_still_answers() {
-        let pool = Postgres::fresh("scope_migration", Duration::from_secs(5)).await;
-        sqlx::query("CREATE TABLE things (tenant TEXT)").execute(&pool).await.unwrap();
-        sqlx::query(
+    scope_tests!(
+        Postgres,
+        old: [
             "CREATE TABLE gate_idempotency (actor TEXT NOT NULL, key TEXT NOT NULL, operation TEXT NOT NULL,
                 fingerprint TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('processing', 'completed')),
                 fence BIGINT NOT NULL, lease_until TIMESTAMPTZ NOT NULL, response_status INTEGER,
                 response_body TEXT, created_at TIMESTAMPTZ NOT NULL, completed_at TIMESTAMPTZ,
                 expires_at TIMESTAMPTZ, PRIMARY KEY (actor, key))",
-        )
-        .execute(&pool)
-        .await
-        .unwrap();
-        let fp = outbox_gate::request::fingerprint("POST", "/plain", None, br#"{"x":1}"#);
-        sqlx::query(
+            "CREATE INDEX gate_idempotency_purge ON gate_idempotency (status, expires_at)",
             "INSERT INTO gate_idempotency VALUES ('ada', 'old', 'POST /plain', $1, 'completed', 1, now(), 201,
                 '{\"tenant\":\"before\"}', now(), now(), now() + interval '1 day')",
-        )
-        .bind(fp)
-        .execute(&pool)
-        .await
-        .unwrap();
-        let base = serve(&pool).await;
-        let old = send(&base, "/plain", "a.example", "old").await;
-        assert_eq!((old.status, old.replayed, old.body), (201, true, json!({"tenant": "before"})));
-        let scoped = send(&base, "/op", "a.example", "old").await;
-        assert_eq!((scoped.status, scoped.replayed), (201, false), "another scope's record");
-        assert_eq!(tenants(&pool).await, ["a.example"]);
-        let key: Vec<String> = sqlx::query_scalar(
-            "SELECT a.attname::text FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
-               AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'gate_idempotency'::regclass AND i.indisprimary
-             ORDER BY array_position(i.indkey::int2[], a.attnum)",
-        )
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-        assert_eq!(key, ["scope", "actor", "key"]);
-        let again = serve(&pool).await;
-        assert_eq!(receipt_of(&again, "/plain/old", "a.example").await.0, 200);
-    }
+        ],
+        primary_key: "SELECT a.attname::text FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
+              AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'gate_idempotency'::regclass AND i.indisprimary
+            ORDER BY array_position(i.indkey::int2[], a.attnum)",
+        purge_index: "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+            AND tablename = 'gate_idempotency' AND indexname = 'gate_idempotency_purge'"
+    );
 }
