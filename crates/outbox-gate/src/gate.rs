@@ -86,9 +86,9 @@ impl<DB: Engine> Gate<DB> {
     ///   `Retry-After`, nothing committed, the reservation released;
     /// - an actor empty or longer than 255 bytes, a scope longer than 255 bytes: `400`.
     ///
-    /// The actor comes from the app's authentication, the scope from what the app trusts. A domain refusal (`404`, `412`, `422`...)
-    /// is a final `Ok` answer: it is stored and replayed like a success (`is_final` names the
-    /// answers stored). An `Err` rolls back.
+    /// The actor comes from the app's authentication, the scope from what the app trusts.
+    /// A domain refusal (`404`, `412`, `422`...) is a final `Ok` answer: it is stored and
+    /// replayed like a success (`is_final` names the answers stored). An `Err` rolls back.
     ///
     /// The work runs in a task of its own, so a client that disconnects (axum then drops
     /// the handler's future) does not cut it off between two statements: it completes, and

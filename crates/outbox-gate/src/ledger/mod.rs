@@ -1,6 +1,7 @@
 //! The idempotency ledger (SPEC §14): one table, `gate_idempotency`, keyed by
-//! `(scope, actor, key)` (the scope is the app's: a tenant, a host; empty by default), in the app's own database, so that the app's domain writes and the
-//! completion of the record commit in one transaction.
+//! `(scope, actor, key)` (the scope is the app's: a tenant, a host; empty by default), in
+//! the app's own database, so that the app's domain writes and the completion of the record
+//! commit in one transaction.
 //!
 //! A record's life:
 //!
