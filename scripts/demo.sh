@@ -9,5 +9,6 @@ DB="${DB:-target/demo-ledger.sqlite}"
 echo
 echo "  Demo app: http://127.0.0.1:${PORT}/   (open it in two tabs; Ctrl-C stops)"
 echo
-# --test-endpoints: the demo's "session expired" button revokes its stand-in session.
-exec target/release/outbox-gate --addr "127.0.0.1:${PORT}" --db "$DB" --test-endpoints --www www --pkg pkg
+# No --test-endpoints: the demo's own buttons need none of them, and /api/effects would list
+# every actor's operation ids to anyone who can reach the port.
+exec target/release/outbox-gate --addr "127.0.0.1:${PORT}" --db "$DB" --www www --pkg pkg

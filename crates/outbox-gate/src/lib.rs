@@ -20,6 +20,8 @@
 //!
 //! - [`Gate`]: reserve, run the handler in the ledger's transaction, complete in the same
 //!   commit, replay, `422`/`409`/`503`; [`Config`]: lease and retention;
+//! - [`Caller`]: who acts and in which scope (a tenant, a host): the ledger's key with the
+//!   `Idempotency-Key`;
 //! - [`Idempotent`]: the request extractor; [`Answer`]: what a handler returns;
 //! - [`ledger::Engine`]: the ledger's statements, for [`sqlx::Sqlite`] and
 //!   [`sqlx::Postgres`]; [`pools`]: pools with the settings the ledger relies on;
@@ -29,6 +31,7 @@
 #![warn(unreachable_pub)]
 
 pub mod answer;
+pub mod caller;
 pub mod demo;
 pub mod fingerprint;
 pub mod gate;
@@ -37,5 +40,6 @@ pub mod pools;
 pub mod request;
 
 pub use answer::Answer;
+pub use caller::Caller;
 pub use gate::{Config, Gate, Tx};
 pub use request::Idempotent;

@@ -11,6 +11,7 @@ use outbox_gate::demo::{self, DemoOptions, DemoStore};
 use outbox_gate::{pools, Config, Gate};
 use std::path::PathBuf;
 use std::process::exit;
+use std::sync::Arc;
 use std::time::Duration;
 
 const USAGE: &str = "usage: outbox-gate [--addr HOST:PORT] [--db FILE|:memory:|postgres://URL] [--www DIR] [--pkg DIR]
@@ -89,28 +90,35 @@ async fn serve<DB: DemoStore>(gate: Gate<DB>, args: Args) {
     let mut options = args.demo;
     (options.www, options.pkg) = (args.www, args.pkg);
     let test_endpoints = options.test_endpoints;
+    // The purger's own handle on the ledger (the demo keeps `gate`).
+    let purger = Gate::new(gate.pool().clone(), gate.config()).await.unwrap_or_else(|e| fail(&format!("ledger: {e}")));
     let app = demo::app(gate, options).await.unwrap_or_else(|e| fail(&format!("cannot create the demo's tables: {e}")));
+    // Only once the demo's tables exist: started before, its first batch raced their
+    // creation for SQLite's write lock, and a start could fail with "database is locked".
+    spawn_purger(Arc::new(purger));
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .unwrap_or_else(|e| fail(&format!("cannot listen on {}: {e}", args.addr)));
     println!("outbox-gate: demo server on http://{}/ (ledger: {})", args.addr, args.db);
     println!("outbox-gate: STAND-IN LOGIN — `Bearer <user>.<session>` is trusted as is; anyone can act as anyone.");
     if test_endpoints {
-        println!("outbox-gate: --test-endpoints: /api/effects and /api/sessions/revoke are open; never deploy this.");
+        println!(
+            "outbox-gate: --test-endpoints: /api/effects (every actor's operation ids) is open; never deploy this."
+        );
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    demo::serve(listener, app, demo::Timeouts::default(), shutdown)
         .await
         .unwrap_or_else(|e| fail(&format!("server: {e}")));
 }
 
-/// Purges the ledger hourly (retention, orphaned reservations).
-fn spawn_purger<DB: outbox_gate::ledger::Engine>(pool: sqlx::Pool<DB>) {
+/// Purges the ledger hourly (retention, orphaned reservations), in batches.
+fn spawn_purger<DB: outbox_gate::ledger::Engine>(gate: Arc<Gate<DB>>) {
     tokio::spawn(async move {
         loop {
-            match DB::purge(&pool, outbox_gate::gate::now_ms()).await {
+            match gate.purge(outbox_gate::gate::now_ms()).await {
                 Ok(p) if p.completed + p.orphaned > 0 => {
                     println!("outbox-gate: purged {} expired and {} orphaned ledger records", p.completed, p.orphaned);
                 }
@@ -139,7 +147,6 @@ fn main() {
                 .await
                 .unwrap_or_else(|e| fail(&format!("cannot connect to PostgreSQL: {e}")));
             let gate = Gate::new(pool, config).await.unwrap_or_else(|e| fail(&format!("ledger: {e}")));
-            spawn_purger(gate.pool().clone());
             serve(gate, args).await;
         } else {
             let pool = if db == ":memory:" {
@@ -153,7 +160,6 @@ fn main() {
             }
             .unwrap_or_else(|e| fail(&format!("cannot open {db}: {e}")));
             let gate = Gate::new(pool, config).await.unwrap_or_else(|e| fail(&format!("ledger: {e}")));
-            spawn_purger(gate.pool().clone());
             serve(gate, args).await;
         }
     });

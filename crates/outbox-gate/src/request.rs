@@ -12,13 +12,22 @@ use axum::extract::{FromRequest, OriginalUri, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
 
 /// The longest `Idempotency-Key` and actor the gate accepts, in bytes (keys are ASCII).
 pub const MAX_KEY_LEN: usize = 255;
 
+/// The longest request target (path and query) the gate accepts, in bytes: `414` beyond,
+/// before anything is read or stored. 8 KiB, the request-line limit of common proxies.
+pub const MAX_TARGET_LEN: usize = 8 * 1024;
+
+/// The longest operation text stored with a record, in bytes: a longer one keeps its start
+/// and the SHA-256 of the whole (see [`Idempotent::operation`]).
+pub const MAX_OPERATION_LEN: usize = 255;
+
 /// A request to carry out at most once: its `Idempotency-Key`, fingerprint and body.
-/// Rejects a missing, empty or over-long key (`400`), and a body over the router's
-/// `DefaultBodyLimit` (`413`), with JSON bodies.
+/// Rejects a missing, empty or over-long key (`400`), a URL over [`MAX_TARGET_LEN`]
+/// (`414`), and a body over the router's `DefaultBodyLimit` (`413`), with JSON bodies.
 #[derive(Clone, Debug)]
 pub struct Idempotent {
     key: String,
@@ -32,7 +41,8 @@ impl Idempotent {
     /// one `If-Match` line ([`Idempotent::with_lines`] for several).
     ///
     /// # Errors
-    /// The key is empty, longer than [`MAX_KEY_LEN`] or not visible ASCII: a `400` answer.
+    /// The key is empty, longer than [`MAX_KEY_LEN`] or not visible ASCII: a `400` answer;
+    /// `path` (with its query) is longer than [`MAX_TARGET_LEN`]: `414`.
     pub fn new(
         key: &str,
         method: &str,
@@ -68,9 +78,16 @@ impl Idempotent {
                 "Idempotency-Key must be 1 to 255 visible ASCII characters",
             ));
         }
+        if path.len() > MAX_TARGET_LEN {
+            return Err(error(
+                StatusCode::URI_TOO_LONG,
+                "URI_TOO_LONG",
+                "the URL (path and query) is longer than 8192 bytes",
+            ));
+        }
         Ok(Idempotent {
             key: key.to_owned(),
-            operation: format!("{method} {path}"),
+            operation: operation_text(method, path),
             fingerprint: crate::fingerprint::fingerprint_lines(method, path, if_match, &body),
             body,
         })
@@ -81,7 +98,10 @@ impl Idempotent {
         &self.key
     }
 
-    /// Method and path, as stored with the record.
+    /// Method and target (path and query), as stored with the record for operators: as
+    /// sent when at most [`MAX_OPERATION_LEN`] bytes, else its start, `…` and the SHA-256 of
+    /// the whole target. The fingerprint covers the whole target either way; this text only
+    /// bounds what one request stores (the full text kept a 60 KB query for 30 days).
     pub fn operation(&self) -> &str {
         &self.operation
     }
@@ -108,6 +128,20 @@ impl Idempotent {
             .map(Some)
             .map_err(|_| error(StatusCode::BAD_REQUEST, "INVALID", "body is not valid JSON for this request"))
     }
+}
+
+fn operation_text(method: &str, path: &str) -> String {
+    let text = format!("{method} {path}");
+    if text.len() <= MAX_OPERATION_LEN {
+        return text;
+    }
+    let digest: String = Sha256::digest(path.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = format!("… sha256:{digest}");
+    let mut end = MAX_OPERATION_LEN - suffix.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{suffix}", &text[..end])
 }
 
 /// The gate's fingerprint of a request: see [`crate::fingerprint`].

@@ -7,7 +7,7 @@ mod common;
 use common::{call, effects_of, request, start, Reply, Setup, TestDb};
 use outbox_gate::demo::{DemoOptions, DomainOp};
 use outbox_gate::gate::now_ms;
-use outbox_gate::ledger::{NewRecord, Purged, Reservation};
+use outbox_gate::ledger::{NewRecord, Purged, RecordKey, Reservation};
 use outbox_gate::request::fingerprint;
 use outbox_gate::Config;
 use serde_json::{json, Value};
@@ -70,6 +70,7 @@ async fn s14_takeover_after_a_crash_refuses_the_old_holders_completion<DB: TestD
     let bytes = serde_json::to_vec(&body).unwrap();
     let fp = fingerprint("POST", "/api/records/workout", None, &bytes);
     let record = |key, now_ms, lease_ms| NewRecord {
+        scope: "",
         actor: "alice",
         key,
         operation: "POST /api/records/workout",
@@ -101,7 +102,9 @@ async fn s14_takeover_after_a_crash_refuses_the_old_holders_completion<DB: TestD
     let op = DomainOp::Create { entity: "workout".into(), body: body.clone() };
     let late = DB::apply(&mut tx, "alice", "op-crash", &op, now_ms()).await.unwrap();
     let completed =
-        DB::complete(&mut tx, "alice", "op-crash", &fp, 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
+        DB::complete(&mut tx, RecordKey::new("alice", "op-crash"), &fp, 1, &late, now_ms(), now_ms() + 60_000)
+            .await
+            .unwrap();
     assert!(!completed, "a stale fence must not complete");
     tx.rollback().await.unwrap();
     assert_eq!(effects_of(&s.pool, "op-crash").await, 1);
@@ -117,12 +120,16 @@ async fn s14_takeover_after_a_crash_refuses_the_old_holders_completion<DB: TestD
     let mut tx = DB::begin(&s.pool).await.unwrap();
     let late = DB::apply(&mut tx, "alice", "op-race", &op, now_ms()).await.unwrap();
     let completed =
-        DB::complete(&mut tx, "alice", "op-race", &fp, 1, &late, now_ms(), now_ms() + 60_000).await.unwrap();
+        DB::complete(&mut tx, RecordKey::new("alice", "op-race"), &fp, 1, &late, now_ms(), now_ms() + 60_000)
+            .await
+            .unwrap();
     assert!(!completed, "the old holder's fence is stale while the new holder works");
     tx.rollback().await.unwrap();
     let mut tx = DB::begin(&s.pool).await.unwrap();
     let answer = DB::apply(&mut tx, "alice", "op-race", &op, now_ms()).await.unwrap();
-    assert!(DB::complete(&mut tx, "alice", "op-race", &fp, 2, &answer, now_ms(), now_ms() + 60_000).await.unwrap());
+    assert!(DB::complete(&mut tx, RecordKey::new("alice", "op-race"), &fp, 2, &answer, now_ms(), now_ms() + 60_000)
+        .await
+        .unwrap());
     tx.commit().await.unwrap();
     assert_eq!(effects_of(&s.pool, "op-race").await, 1);
     let replay = call(&s.base, "POST", "/api/records/workout", "alice", "op-race", body).await;
@@ -181,6 +188,7 @@ async fn s14_retention_purges_completed_after_the_window_and_orphans_after_their
     let done = call(&s.base, "POST", "/api/records/plan", "alice", "done", json!({"title": "x"})).await;
     assert_eq!(done.status, 201);
     let orphan = NewRecord {
+        scope: "",
         actor: "alice",
         key: "orphan",
         operation: "POST /api/records/plan",
@@ -245,6 +253,7 @@ async fn s14_revisions_and_commands<DB: TestDb>(name: &str) {
 async fn s14_a_late_release_never_drops_a_later_reservation_of_the_same_request<DB: TestDb>(name: &str) {
     let s = start::<DB>(name, Setup::default()).await;
     let at = |now_ms| NewRecord {
+        scope: "",
         actor: "alice",
         key: "late",
         operation: "POST /api/records/plan",
@@ -257,13 +266,13 @@ async fn s14_a_late_release_never_drops_a_later_reservation_of_the_same_request<
     assert_eq!(s.gate.purge(t0 + 2_000).await.unwrap(), Purged { completed: 0, orphaned: 1 });
     assert!(matches!(DB::reserve(&s.pool, at(t0 + 3_000)).await.unwrap(), Reservation::Reserved { fence: 1, .. }));
     // The first holder's release, late: its fence and fingerprint match the new record.
-    DB::release(&s.pool, "alice", "late", "fp", 1, t0 + 1_000).await.unwrap();
+    DB::release(&s.pool, RecordKey::new("alice", "late"), "fp", 1, t0 + 1_000).await.unwrap();
     assert!(
         matches!(DB::reserve(&s.pool, at(t0 + 3_500)).await.unwrap(), Reservation::InProgress { .. }),
         "the second holder still holds the key"
     );
     // Its own release frees it.
-    DB::release(&s.pool, "alice", "late", "fp", 1, t0 + 4_000).await.unwrap();
+    DB::release(&s.pool, RecordKey::new("alice", "late"), "fp", 1, t0 + 4_000).await.unwrap();
     assert!(matches!(DB::reserve(&s.pool, at(t0 + 3_600)).await.unwrap(), Reservation::Reserved { fence: 1, .. }));
 }
 

@@ -12,25 +12,30 @@
 //! | `GET /api/receipts/{opId}` | the answer of an operation (`findCreateReceipt`) |
 //! | `GET /api/records` | the caller's records |
 //!
-//! With [`DemoOptions::test_endpoints`] only (never in a deployment): `GET /api/effects`
-//! (every applied effect with its count, at most 10 000; `?actor=` for one actor's) and `POST /api/sessions/revoke`
-//! (revokes the caller's stand-in session: the demo's "session expired").
+//! | `POST /api/sessions/revoke` | revokes the caller's own stand-in session (the demo's "Expire session") |
+//!
+//! With [`DemoOptions::test_endpoints`] only (tests; never in a deployment): `GET /api/effects`
+//! (every actor's applied effects with their counts, at most 10 000; `?actor=` for one actor's).
 
 // Helpers return the `Response` to send on failure, as axum's rejections are; boxing it
 // would only add noise.
 #![allow(clippy::result_large_err)]
 
+mod edge;
+mod serve;
 mod store;
+
+pub use edge::{MAX_HEADERS, MAX_HEADER_BYTES};
+pub use serve::{serve, Timeouts};
 
 pub use store::{DemoStore, DomainOp};
 
 use crate::answer::error;
 use crate::gate::{now_ms, Gate};
 use crate::request::{Idempotent, MAX_KEY_LEN};
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
@@ -56,7 +61,7 @@ const TEST_LIST_CAP: usize = 10_000;
 /// How the demo runs.
 #[derive(Clone, Debug, Default)]
 pub struct DemoOptions {
-    /// Serve `/api/effects` and `/api/sessions/revoke` (tests and the local demo only).
+    /// Serve `/api/effects`, every actor's operation ids (tests only).
     pub test_endpoints: bool,
     /// Artificial work time inside the handler, to make `IN_PROGRESS` and crashes
     /// mid-request observable; zero by default.
@@ -151,6 +156,16 @@ fn base_revision(if_match: Option<&axum::http::HeaderValue>) -> Result<Option<i6
 
 impl<DB: DemoStore> Demo<DB> {
     async fn execute(&self, user: &User, req: Idempotent, op: DomainOp) -> Response {
+        // `GET /api/receipts/.` and `/..` cannot be asked for: every URL parser removes
+        // such a segment (`%2e` too), so the receipt of an operation with such an id would
+        // be `404`, "never happened". Refused before anything is reserved.
+        if matches!(req.key(), "." | "..") {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_IDEMPOTENCY_KEY",
+                "an Idempotency-Key of only dots cannot name a receipt's URL",
+            );
+        }
         let (actor, key, delay) = (user.0.clone(), req.key().to_owned(), self.options.work_delay);
         self.gate
             .run(&user.0, req, move |tx| {
@@ -281,16 +296,6 @@ fn db_failure(e: &sqlx::Error) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, "BUSY", "the server is busy; retry later")
 }
 
-/// Answers `404` for any path with a segment starting with a dot (`.git`, `.env`, also
-/// percent-encoded), before the static files are looked up.
-async fn no_dotfiles(req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_ascii_lowercase();
-    if path.split('/').any(|s| s.starts_with('.') || s.starts_with("%2e")) {
-        return error(StatusCode::NOT_FOUND, "NOT_FOUND", "not found");
-    }
-    next.run(req).await
-}
-
 /// The demo server: its API over `gate`, and the static files of `options`. Creates the
 /// demo's tables if missing.
 ///
@@ -305,16 +310,24 @@ pub async fn app<DB: DemoStore>(gate: Gate<DB>, options: DemoOptions) -> Result<
         .route("/api/records/{entity}", post(create::<DB>))
         .route("/api/records/{entity}/{id}", put(change::<DB>).delete(change::<DB>))
         .route("/api/records/{entity}/{id}/{field}", post(append::<DB>))
-        .route("/api/receipts/{op_id}", get(receipt::<DB>));
+        .route("/api/receipts/{op_id}", get(receipt::<DB>))
+        // The demo's "Expire session" button: revokes the caller's own stand-in session.
+        .route("/api/sessions/revoke", post(revoke::<DB>));
     if test_endpoints {
-        api = api.route("/api/effects", get(effects::<DB>)).route("/api/sessions/revoke", post(revoke::<DB>));
+        api = api.route("/api/effects", get(effects::<DB>));
     }
-    let mut router = api.layer(DefaultBodyLimit::max(MAX_BODY)).with_state(demo);
+    // Static files, behind the dotfile filter; the API's routes are not files and are not
+    // filtered (an operation id may start with a dot).
+    let mut files = Router::new();
     if let Some(pkg) = pkg {
-        router = router.nest_service("/pkg", ServeDir::new(pkg));
+        files = files.nest_service("/pkg", ServeDir::new(pkg));
     }
     if let Some(www) = www {
-        router = router.fallback_service(ServeDir::new(www));
+        files = files.fallback_service(ServeDir::new(www));
     }
-    Ok(router.layer(axum::middleware::from_fn(no_dotfiles)))
+    let files = files.layer(axum::middleware::from_fn(edge::no_dotfiles));
+    let router = api.layer(DefaultBodyLimit::max(MAX_BODY)).with_state(demo).fallback_service(files);
+    Ok(router
+        .layer(axum::middleware::from_fn(edge::json_errors))
+        .layer(axum::middleware::from_fn(edge::bounded_headers)))
 }

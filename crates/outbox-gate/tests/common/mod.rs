@@ -95,11 +95,17 @@ pub async fn start<DB: TestDb>(name: &str, setup: Setup) -> Server<DB> {
     Server { base: serve(app).await, pool, gate }
 }
 
-/// Serves `app` on a free loopback port for the rest of the test; its base URL.
+/// Serves `app` on a free loopback port for the rest of the test, as the demo server does
+/// (`demo::serve`, its default timeouts); its base URL.
 pub async fn serve(app: axum::Router) -> String {
+    serve_with(app, demo::Timeouts::default()).await
+}
+
+/// [`serve`] with these timeouts.
+pub async fn serve_with(app: axum::Router, timeouts: demo::Timeouts) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { demo::serve(listener, app, timeouts, std::future::pending()).await.unwrap() });
     base
 }
 
