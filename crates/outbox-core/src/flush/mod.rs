@@ -26,21 +26,8 @@
 //! Ports and sends are awaited between transactions, never inside one. Time and random
 //! draws come in as arguments.
 //!
-//! The flush's own states ([`Flush`] holds one `Phase`):
-//!
-//! ```text
-//!   new() ──▶ Reading ──rows──▶ Draining ──idle, something changed──▶ Reading (next round)
-//!                ▲                 │  │ ▲
-//!                └─ a claim found ─┘  │ └─ ids back: the list keeps the rows still there
-//!                   another tab's     │    and goes on from another random place
-//!                   row, nothing left └──▶ a claim found another tab's row, rows left:
-//!                   (or no row left       ReadIds (keys only), no claims until back
-//!                   after ReadIds)
-//!                                     └──idle, nothing changed──▶ done
-//!
-//!   Reading / Draining ──auth answer (§6), maxRows sends or the deadline (§8)──▶ Ending ──tasks end──▶ done
-//!   for_answer() ──▶ Answering ──tasks end──▶ done
-//! ```
+//! The flush's own states ([`Flush`] holds one `Phase`, see `phase.rs`) are drawn in
+//! `docs/architecture.md` ("The flush machine"), with the layers this module sits on.
 //!
 //! Each row on its way (claim → send → answer → intents converted) is a task; see `task.rs`.
 
