@@ -52,7 +52,7 @@ use crate::accounts::in_scope;
 use crate::body_size;
 use crate::codec::{encode, refingerprint, Stored};
 use crate::fingerprint::fingerprint;
-use crate::inflight::in_flight;
+use crate::inflight::may_be_on_the_wire;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
@@ -116,7 +116,10 @@ pub fn plan_enqueue(
     // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
-    let flying = |r: &Row| in_flight(r, now, tab.lease_ms).is_in_flight();
+    // A claim other tabs do not honour (its lease ends past the longest lease, §5) may
+    // still be on the wire: a new row waits for it instead of absorbing it, so the older
+    // request never lands after the newer one.
+    let flying = |r: &Row| may_be_on_the_wire(r, now, tab.lease_ms);
     let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), ..Default::default() };
 
     if op.no_merge {
@@ -143,9 +146,7 @@ pub fn plan_enqueue(
         // reach the server before the older edit.
         if let Some(at) = rows.iter().rposition(|r| r.kind == Kind::Create) {
             let (create, edits) = (&rows[at], &rows[at + 1..]);
-            // A blocked create a later row overtook (§5) is not merged into: that row's
-            // fields would come back under the create's older ones.
-            let open = create.never_attempted() || (create.state == RowState::Blocked && create.overtaken_at.is_none());
+            let open = create.never_attempted() || create.state == RowState::Blocked;
             if open && !flying(create) && !edits.iter().any(flying) {
                 let folded: Vec<&Row> = edits.iter().collect();
                 if folds_into_create(create, &folded, op) {

@@ -41,7 +41,20 @@ impl InFlight {
 /// clock is wrong.
 #[must_use]
 pub fn in_flight(row: &Row, now: Millis, lease_ms: i64) -> InFlight {
-    let believable = |at: Millis| at.since(now) <= MAX_LEASE_MS;
+    judged(row, now, lease_ms, Some(MAX_LEASE_MS))
+}
+
+/// [`in_flight`] with every lease end believed: the row's request may be on the wire. What
+/// a later edit waits for rather than absorbs (§7), even when the claim is not honoured for
+/// claiming (§5): the older request must never land after the newer one.
+#[must_use]
+pub fn may_be_on_the_wire(row: &Row, now: Millis, lease_ms: i64) -> bool {
+    judged(row, now, lease_ms, None).is_in_flight()
+}
+
+/// §5 with lease ends believed up to `bound` ms past `now` (`None`: all of them).
+fn judged(row: &Row, now: Millis, lease_ms: i64, bound: Option<i64>) -> InFlight {
+    let believable = |at: Millis| bound.is_none_or(|b| at.since(now) <= b);
     if let (Some(_), Some(claim)) = (&row.writer, &row.claim) {
         if claim.expires_at > now && believable(claim.expires_at) {
             return InFlight::ByTab(claim.tab_id.clone());

@@ -83,17 +83,15 @@ pub fn holds_successors(pred: &Row) -> bool {
 
 /// The one rule for a successor of `owner` meeting its stored predecessor `pred` (§8 rule
 /// 3), used by selection and by the claim alike: `None` when `pred` is no predecessor of
-/// this owner's (§11: another account's row, decodable or not, is invisible), else whether
-/// it holds the successor. An undecodable value holds it unless its owner reads as another
-/// account: what cannot be read is never overtaken (§3).
+/// this owner's (§11: a row whose owner does not read as this owner, decodable or not, is
+/// invisible: the owner's reads never list it, so selection could not see it either),
+/// else whether it holds the successor. An undecodable value of this owner holds it: what
+/// cannot be read is never overtaken (§3).
 #[must_use]
 pub fn predecessor_holds(owner: &str, pred: &Stored) -> Option<bool> {
     match pred {
         Stored::Row(p) => owns(owner, p).then(|| holds_successors(p)),
-        Stored::Undecodable(u) => match u.owner.as_deref() {
-            Some(other) if other != owner => None,
-            _ => Some(true),
-        },
+        Stored::Undecodable(u) => (u.owner.as_deref() == Some(owner)).then_some(true),
     }
 }
 

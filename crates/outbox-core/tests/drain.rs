@@ -403,3 +403,23 @@ fn s8_a_flush_never_sends_a_row_the_apps_own_claim_holds_in_this_tab() {
     let rep = w.flush(A, "alice");
     assert_eq!(rep.claimed, 1);
 }
+
+#[test]
+fn s8_a_row_enqueued_while_a_port_call_fails_is_sent_before_the_flush_ends() {
+    // From the attack on item 4: the round's only task is an orphan intent's receipt
+    // lookup, which throws. A row enqueued meanwhile must still go out in this flush.
+    use outbox_core::Request;
+    let mut w = World::new(1);
+    w.server.seed_record("w:2", 1);
+    let now = w.tabs[A].now.0;
+    w.store.seed(orphan_intent("i-1", "gone", now));
+    w.start_flush(A, "alice");
+    w.step(A, 0, &mut truthful); // the read
+    let Request::FindReceipt { token, .. } = w.tabs[A].inbox.remove(0) else { panic!("asks the port") };
+    let second = w.enqueue(A, update("alice", "w:2", json!({"x": 2}))).row.unwrap().id;
+    w.with_flush(A, |f, out| f.handle_found(token, Err("offline".into()), out));
+    w.collect(A);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(rep.succeeded, 1, "{rep:?}");
+    assert!(w.row(&second).is_none());
+}

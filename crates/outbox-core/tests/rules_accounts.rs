@@ -261,7 +261,9 @@ fn s8_s11_selection_and_claim_agree_on_an_undecodable_predecessor_of_another_own
     // alike. The same value under alice's name holds the row, for both.
     let tab = Tab::new("tab-a").with_lease(LEASE);
     let succ = row("a-2", "alice", "doc:1", json!({"successorOf": "p"}));
-    for (owner, holds) in [("bob", false), ("alice", true)] {
+    // An owner that is no string (42) reads as no one's: invisible too (the owner's reads
+    // never list it, so a flush's selection could not see it either).
+    for (owner, holds) in [(json!("bob"), false), (json!(42), false), (json!("alice"), true)] {
         let pred = json!({"id": "p", "owner": owner, "target": "doc:1", "kind": "upsert", "body": {},
                           "savedAt": 5, "state": "queued"});
         let stored: Vec<Stored> = [&succ, &pred].into_iter().map(Stored::from_value).collect();

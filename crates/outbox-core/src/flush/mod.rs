@@ -236,11 +236,7 @@ impl Flush {
             return;
         };
         self.report.counters.record(&outcome);
-        // §8 drain: time passed on the wire, and rows enqueued meanwhile (of other records)
-        // may be sendable now, whatever the answer: the round ends with a read, not a stop.
-        if let Phase::Reading { progress, .. } | Phase::Draining { progress } = &mut self.phase {
-            *progress = true;
-        }
+        self.time_passed();
         if matches!(outcome, Outcome::Auth) {
             // The session is expired for every flush of this owner in the tab (§6).
             out.note_auth_answer(&self.opts.owner);
@@ -248,6 +244,15 @@ impl Flush {
         self.stop_if_session_expired(out);
         let next = task.sent(outcome);
         self.after(token, next, out);
+    }
+
+    /// §8 drain: a send or a port call took time, and rows enqueued meanwhile (of other
+    /// records) may be sendable now, whatever the answer: the round ends with a read, not a
+    /// stop.
+    fn time_passed(&mut self) {
+        if let Phase::Reading { progress, .. } | Phase::Draining { progress } = &mut self.phase {
+            *progress = true;
+        }
     }
 
     /// §6: an auth answer, received by this flush or by any other flush (or `ack`) of the
@@ -297,6 +302,7 @@ impl Flush {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        self.time_passed();
         let next = task.prepared(prepared);
         self.after(token, next, out);
     }
@@ -306,6 +312,7 @@ impl Flush {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        self.time_passed();
         let next = task.found(found, &self.opts);
         self.after(token, next, out);
     }

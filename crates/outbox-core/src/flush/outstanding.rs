@@ -32,11 +32,12 @@ pub struct Outstanding {
     next: FlushId,
     held: HashMap<(String, String), FlushId>,
     /// The app's own claims (`claim`), each holding its record like a flush until the
-    /// app's `ack` of that ticket: the hold → (owner, row id, the claim's fence).
-    app: HashMap<FlushId, (String, String, u64)>,
+    /// app's `ack` of that ticket: (the hold, owner, row id, the claim's fence). A few at
+    /// most: a list, not another map type in the wasm module.
+    app: Vec<(FlushId, String, String, u64)>,
     /// Per owner, the auth answers this tab's flushes have had (§6): a flush that started
     /// before the latest one stops claiming.
-    auth_answers: HashMap<String, u64>,
+    auth_answers: Vec<(String, u64)>,
 }
 
 /// Why a record could not be reserved.
@@ -87,7 +88,7 @@ impl Outstanding {
     /// abandoned and their rows are taken over after the lease, by any tab.
     pub fn end(&mut self, flush: FlushId) {
         self.held.retain(|_, f| *f != flush);
-        self.app.remove(&flush);
+        self.app.retain(|(hold, ..)| *hold != flush);
     }
 
     /// Holds `(owner, target)` for the app's own claim of row `row_id` at fence `fence`
@@ -97,7 +98,7 @@ impl Outstanding {
     pub fn hold_app_claim(&mut self, owner: &str, target: &str, row_id: &str, fence: u64) -> Option<FlushId> {
         let hold = self.begin();
         self.reserve(hold, owner, target).ok()?;
-        self.app.insert(hold, (owner.to_owned(), row_id.to_owned(), fence));
+        self.app.push((hold, owner.to_owned(), row_id.to_owned(), fence));
         Some(hold)
     }
 
@@ -105,8 +106,8 @@ impl Outstanding {
     /// of it (the row may be gone): the record is free again in this tab. Nothing happens
     /// for another fence (an older claim's late answer).
     pub fn end_app_claim(&mut self, owner: &str, row_id: &str, fence: u64) {
-        let found = self.app.iter().find(|(_, (o, r, f))| o == owner && r == row_id && *f == fence);
-        if let Some(&hold) = found.map(|(h, _)| h) {
+        let found = self.app.iter().find(|(_, o, r, f)| o == owner && r == row_id && *f == fence);
+        if let Some(&(hold, ..)) = found {
             self.end(hold);
         }
     }
@@ -114,13 +115,16 @@ impl Outstanding {
     /// How many auth answers flushes of this tab have had for `owner` (§6).
     #[must_use]
     pub fn auth_answers(&self, owner: &str) -> u64 {
-        self.auth_answers.get(owner).copied().unwrap_or(0)
+        self.auth_answers.iter().find(|(o, _)| o == owner).map_or(0, |(_, n)| *n)
     }
 
     /// An auth answer for `owner`: every flush of the owner running in this tab stops
     /// claiming (§6: nothing more goes out on the expired session).
     pub fn note_auth_answer(&mut self, owner: &str) {
-        *self.auth_answers.entry(owner.to_owned()).or_default() += 1;
+        match self.auth_answers.iter_mut().find(|(o, _)| o == owner) {
+            Some((_, n)) => *n += 1,
+            None => self.auth_answers.push((owner.to_owned(), 1)),
+        }
     }
 
     /// Whether `(owner, target)` is reserved by some flush of this tab.
