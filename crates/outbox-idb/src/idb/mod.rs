@@ -8,6 +8,8 @@ pub mod records;
 pub mod request;
 pub mod schema;
 pub mod store;
+pub(crate) mod transaction;
 mod view;
 
-pub use store::{Durability, Store};
+pub use store::Store;
+pub use transaction::Durability;

@@ -7,10 +7,11 @@ use super::connection::Connection;
 use super::records::{self, AppStores, Changed};
 use super::request::{completion, request};
 use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
+pub use super::transaction::Durability;
+use super::transaction::{begin, transaction_failed, Armed, CommittableTransaction};
 use super::view::{self, View};
 use crate::convert::{stored_from_js, stored_to_js};
 use crate::error::{dom_name, OutboxError, Result};
-use crate::panic::Armed;
 use js_sys::Array;
 use outbox_core::plan::matches_expected;
 use outbox_core::records::{Reconcile, RecordWrite};
@@ -21,38 +22,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbDatabase, IdbKeyRange, IdbObjectStore, IdbTransaction, IdbTransactionMode};
-
-#[wasm_bindgen]
-extern "C" {
-    /// An `IDBDatabase` seen through the options form of `transaction(stores, mode,
-    /// {durability})`: web-sys binds it only behind `web_sys_unstable_apis`.
-    type DatabaseWithOptions;
-
-    #[wasm_bindgen(method, catch, js_name = transaction)]
-    fn transaction_with_options(
-        this: &DatabaseWithOptions,
-        stores: &JsValue,
-        mode: &str,
-        options: &JsValue,
-    ) -> std::result::Result<IdbTransaction, JsValue>;
-
-    /// An `IDBTransaction` seen through `commit()`, which web-sys marks deprecated.
-    type CommittableTransaction;
-
-    /// Throws (a `TypeError`) in an engine without it, which is then left to commit on its own.
-    #[wasm_bindgen(method, catch, js_name = commit)]
-    fn commit_now(this: &CommittableTransaction) -> std::result::Result<(), JsValue>;
-}
-
-/// How hard a commit must be flushed to disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// `"strict"`: the app's edit must survive a crash right after the call returns.
-    Strict,
-    /// The browser's default: losing this write in a crash only causes a resend.
-    Default,
-}
+use web_sys::{IdbKeyRange, IdbObjectStore, IdbTransaction, IdbTransactionMode};
 
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
@@ -399,43 +369,6 @@ pub struct Transacted {
     /// The rows put, by id, as the values given to IndexedDB (which stored a copy): what
     /// the app is shown of a row just written, without building it again.
     pub puts: Vec<(String, JsValue)>,
-}
-
-thread_local! {
-    /// `{durability: "strict"}`, made once (IndexedDB only reads it).
-    static STRICT: JsValue = {
-        let opts = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
-        opts.into()
-    };
-}
-
-/// Starts a transaction on `stores`; a strict readwrite one asks for `durability: "strict"`.
-fn begin(
-    db: &IdbDatabase,
-    stores: &Array,
-    mode: IdbTransactionMode,
-    durability: Durability,
-) -> std::result::Result<IdbTransaction, JsValue> {
-    match (mode, durability) {
-        (IdbTransactionMode::Readwrite, Durability::Strict) => STRICT
-            .with(|opts| db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(stores, "readwrite", opts)),
-        _ => db.transaction_with_str_sequence_and_mode(stores, mode),
-    }
-}
-
-/// Why a transaction did not commit. `ConstraintError` is a unique index of an app store
-/// that one of the record writes broke (the queue's own rows are written with `put`, under
-/// indexes that are not unique): the app's argument, as docs/api.md says; anything else is
-/// the database's failure.
-pub(super) fn transaction_failed(e: &JsValue) -> OutboxError {
-    if dom_name(e).as_deref() == Some("ConstraintError") {
-        OutboxError::invalid(
-            "a record write broke a unique index of an app store (ConstraintError); nothing was written",
-        )
-    } else {
-        OutboxError::storage("commit", e)
-    }
 }
 
 /// A key or range IndexedDB refused (`DataError`) is the app's argument, and so is an
