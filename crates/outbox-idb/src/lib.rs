@@ -8,6 +8,7 @@
 #![allow(clippy::large_enum_variant)]
 
 mod args;
+mod clock;
 mod commands;
 pub mod convert;
 mod driver;
