@@ -6,7 +6,7 @@ use crate::convert::{fields_from_js, from_js, outcome_from_js, row_to_js, to_js,
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::store::{Planner, RecordPort};
+use crate::idb::replace::{Planner, RecordPort};
 use crate::idb::Durability;
 use crate::outbox::{promise, Outbox};
 use js_sys::{Array, Promise};

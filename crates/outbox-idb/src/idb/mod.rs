@@ -4,7 +4,9 @@
 pub mod app_schema;
 mod connection;
 mod open;
+mod reads;
 pub mod records;
+pub mod replace;
 pub mod request;
 pub mod schema;
 pub mod store;
