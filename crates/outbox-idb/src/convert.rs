@@ -20,7 +20,7 @@ mod walk;
 use crate::error::{OutboxError, Result};
 use outbox_core::intent::Prepared;
 use outbox_core::Outcome;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use walk::{Mode, Refusal, Seg, Walker};
 use wasm_bindgen::prelude::*;
 
@@ -124,4 +124,13 @@ pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
 pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
     Prepared::from_json(&fields_from_js(v, "")?)
         .map_err(|e| OutboxError::invalid(format!("prepareSuccessor must return {{target, body, revision?}}: {e}")))
+}
+
+/// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
+/// what JSON cannot hold (SPEC §3 rule 3).
+pub(crate) fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
+    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
+    let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
+    let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
+    entry
 }
