@@ -1,10 +1,14 @@
 //! Reading the app's arguments where a plain conversion would get them wrong: strings
 //! that must convert exactly (ids naming owners, rows, tabs and databases) and arrays read
-//! item by item with a bound.
+//! item by item with a bound; and the arguments several commands share (`options.writes`,
+//! an app store's name).
 
+use crate::convert::fields_from_js;
 use crate::error::{OutboxError, Result};
 use crate::js::is_array;
 use js_sys::{JsString, Reflect};
+use outbox_core::records::{parse_writes, WriteInput};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -45,4 +49,24 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
     }
     let read = |i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"));
     (0..len as u32).map(read).collect::<std::result::Result<_, _>>().map(Some)
+}
+
+/// `options.writes` of `enqueue`: the app's record writes (none when absent).
+pub fn writes_arg(options: &JsValue) -> Result<Vec<WriteInput>> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(vec![]);
+    }
+    let writes = match fields_from_js(options, "options")?.get_mut("writes") {
+        Some(w) => w.take(),
+        None => Value::Null,
+    };
+    parse_writes(&writes, "options.writes").map_err(|e| OutboxError::invalid(e.0))
+}
+
+/// A required app store name.
+pub fn app_store_arg(v: &JsValue) -> Result<String> {
+    // The queue's own store is read through `rows` (one owner's, §11), never as records.
+    v.as_string()
+        .filter(|s| !s.is_empty() && s != outbox_core::records::QUEUE_STORE)
+        .ok_or_else(|| OutboxError::invalid("`store` must be an app store's name"))
 }

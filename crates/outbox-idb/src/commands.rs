@@ -1,109 +1,28 @@
-//! The outbox commands besides `flush` (SPEC §15). Each one is a read and/or one replace
-//! transaction planned by `outbox_core`; bad arguments fail before anything is written.
+//! The outbox commands besides `flush` and the admin ones (`admin.rs`) (SPEC §15): the
+//! app's `enqueue`, `claim` and `ack`, and the reads (`record`, `records`, `rows`,
+//! `undecodable`, `metrics`). Each one is a read and/or one replace transaction planned by
+//! `outbox_core`; bad arguments fail before anything is written.
 
-use crate::args::{id_arg, owner_arg};
-use crate::convert::{fields_from_js, from_js, outcome_from_js, row_to_js, to_js, unsendable_reason};
+use crate::args::{app_store_arg, id_arg, owner_arg, writes_arg};
+use crate::convert::{fields_from_js, outcome_from_js, row_to_js, to_js, undecodable_entry};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::store::{Planner, RecordPort};
+use crate::idb::replace::{Planner, RecordPort};
 use crate::idb::Durability;
+use crate::ops::own_row;
 use crate::outbox::{promise, Outbox};
 use js_sys::{Array, Promise};
-use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
 use outbox_core::codec::Stored;
 use outbox_core::enqueue::{enqueue_scope, plan_enqueue};
 use outbox_core::flush::plan_app_claim;
 use outbox_core::input::NewOperation;
 use outbox_core::metrics::compute;
-use outbox_core::records::{enqueue_records, parse_writes, row_records, WriteInput};
+use outbox_core::records::enqueue_records;
 use outbox_core::row::{find_stored as find, stored_order_key};
 use outbox_core::{decode, Flush, FlushOptions, ReplaceOutcome, Scope, Ticket};
-use serde_json::{json, Value};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
-
-/// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
-/// what JSON cannot hold (SPEC §3 rule 3).
-fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
-    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
-    let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
-    let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
-    entry
-}
-
-/// `options.writes` of `enqueue`: the app's record writes (none when absent).
-fn writes_arg(options: &JsValue) -> Result<Vec<WriteInput>, OutboxError> {
-    if options.is_undefined() || options.is_null() {
-        return Ok(vec![]);
-    }
-    let writes = match fields_from_js(options, "options")?.get_mut("writes") {
-        Some(w) => w.take(),
-        None => Value::Null,
-    };
-    parse_writes(&writes, "options.writes").map_err(|e| OutboxError::invalid(e.0))
-}
-
-/// One strict replace over `scopes` with the app's record `writes`, which commit only if
-/// the replace does. Returns whether it committed and the records it changed.
-async fn with_records<'a>(
-    inner: &'a crate::inner::Inner,
-    scopes: Vec<Scope>,
-    writes: Vec<outbox_core::records::RecordWrite>,
-    planner: impl FnOnce(&[Value]) -> Option<outbox_core::ReplacePlan> + 'a,
-) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
-    let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
-    let planner: Planner<'_> = Box::new(move |cur| {
-        let mut plan = planner(cur)?;
-        plan.records = writes;
-        Some(plan)
-    });
-    let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &[]).await?;
-    Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
-}
-
-/// A required app store name.
-fn app_store_arg(v: &JsValue) -> Result<String, OutboxError> {
-    // The queue's own store is read through `rows` (one owner's, §11), never as records.
-    v.as_string()
-        .filter(|s| !s.is_empty() && s != outbox_core::records::QUEUE_STORE)
-        .ok_or_else(|| OutboxError::invalid("`store` must be an app store's name"))
-}
-
-/// The decodable row `id` of `owner`, as stored now (read outside any write).
-async fn own_row(inner: &crate::inner::Inner, owner: &str, id: &str) -> Result<Option<outbox_core::Row>, OutboxError> {
-    let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
-    Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
-}
-
-/// Plans a change of all of one owner's rows; also says how many rows it changes.
-type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, usize)>;
-
-/// An owner-wide change (`resumeHeld`, `purgeOwner`): read the owner's queue, plan, then
-/// re-plan inside one strict transaction over the rows the first plan named.
-async fn owner_wide(
-    inner: &std::rc::Rc<crate::inner::Inner>,
-    owner: &JsValue,
-    what: &str,
-    planner: OwnerPlanner,
-) -> Result<usize, OutboxError> {
-    inner.check_open()?;
-    let owner = owner_arg(owner)?;
-    let rows = inner.store.read_owner(&owner).await?;
-    let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
-    let mut n = 0;
-    inner
-        .store
-        .transact(&first.scopes, Durability::Strict, |cur| {
-            let (plan, count) = planner(&owner, cur)?;
-            n = count;
-            Some(plan)
-        })
-        .await?;
-    if n > 0 {
-        inner.notifier.changed(what, Some(&owner));
-    }
-    Ok(n)
-}
 
 #[wasm_bindgen(js_class = Outbox)]
 impl Outbox {
@@ -306,110 +225,27 @@ impl Outbox {
             let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;
             inner.counters.borrow_mut().record(&outcome);
-            // The app's attempt has its answer, whatever comes of it below (the row may be
-            // gone): its claim no longer holds the record in this tab (§8).
-            if ticket.tab_id == inner.tab.tab_id {
-                inner.outstanding.with(|o| o.end_app_claim(&owner, &row_id, ticket.fence));
+            let mine = ticket.tab_id == inner.tab.tab_id;
+            let fence = ticket.fence;
+            let applied = async {
+                let Some(row) = own_row(&inner, &owner, &row_id).await? else {
+                    return Ok(false);
+                };
+                let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
+                opts.backoff = inner.backoff;
+                opts.has_prepare = ports.prepare_successor.is_some();
+                opts.has_find = ports.find_create_receipt.is_some();
+                let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
+                drive(&inner, flush, &ports).await.map(|r| r.applied > 0).map_err(|f| f.error)
             }
-            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
-                return Ok(JsValue::from_str("not-mine"));
-            };
-            let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
-            opts.backoff = inner.backoff;
-            opts.has_prepare = ports.prepare_successor.is_some();
-            opts.has_find = ports.find_create_receipt.is_some();
-            let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
-            let report = drive(&inner, flush, &ports).await.map_err(|f| f.error)?;
-            Ok(JsValue::from_str(if report.applied > 0 { "applied" } else { "not-mine" }))
-        })
-    }
-
-    /// Held rows of `owner` back to queued after a new login; resolves with their number.
-    #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
-    pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(async move {
-            let n = owner_wide(&inner, &owner, "resumeHeld", plan_resume_held).await?;
-            Ok(JsValue::from(n as u32))
-        })
-    }
-
-    /// Re-issues a blocked row under a new operation id (SPEC §7), with `body` replacing its
-    /// body when given. Resolves `true` if it was re-issued.
-    #[wasm_bindgen(js_name = retryBlocked, unchecked_return_type = "Promise<boolean>")]
-    pub fn retry_blocked(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue,
-        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] body: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
-    ) -> Promise {
-        let inner = self.inner.clone();
-        promise(async move {
-            inner.check_open()?;
-            let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let writes = writes_arg(&options)?;
-            // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
-            // rule 4) — JSON, any value but `null` for a create or an update.
-            let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
-                return Ok(JsValue::FALSE);
-            };
-            if let Some(b) = &body {
-                outbox_core::input::check_body(row.kind, b)?;
+            .await;
+            // The app's attempt has its answer, now applied (or not mine, the row gone, or
+            // failed): its claim no longer holds the record in this tab (§8). Not before:
+            // until the answer is written the row still looks claimable after its lease.
+            if mine {
+                inner.outstanding.with(|o| o.end_app_claim(&owner, &row_id, fence));
             }
-            let new_id = crate::ids::new_id();
-            let records = row_records(&writes, &row.target);
-            let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
-            let (ok, changed) = with_records(&inner, scopes, records, |cur| {
-                plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)
-            })
-            .await?;
-            if ok {
-                inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
-            }
-            Ok(JsValue::from_bool(ok))
-        })
-    }
-
-    /// Removes one row of `owner` (`null` for an undecodable row whose owner cannot be
-    /// read). Resolves `false` if there is no such row or it is in flight.
-    #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
-    pub fn discard(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string | null")] owner: JsValue,
-        #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
-    ) -> Promise {
-        let inner = self.inner.clone();
-        promise(async move {
-            inner.check_open()?;
-            let owner = if owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let row_id = id_arg(&row_id)?;
-            let writes = writes_arg(&options)?;
-            // `atTarget` needs the row's target: read it first (the replace re-checks the row).
-            let target = match writes.is_empty() {
-                true => String::new(),
-                false => inner
-                    .store
-                    .read(&[Scope::Id(row_id.clone())])
-                    .await?
-                    .first()
-                    .and_then(|r| decode(r).ok())
-                    .map(|r| r.target)
-                    .unwrap_or_default(),
-            };
-            let now = inner.now();
-            let lease = inner.tab.lease_ms;
-            let (ok, changed) =
-                with_records(&inner, vec![Scope::Id(row_id.clone())], row_records(&writes, &target), |cur| {
-                    plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()
-                })
-                .await?;
-            if ok {
-                inner.notifier.changed_records("discard", owner.as_deref(), &changed);
-            }
-            Ok(JsValue::from_bool(ok))
+            Ok(JsValue::from_str(if applied? { "applied" } else { "not-mine" }))
         })
     }
 
@@ -430,16 +266,6 @@ impl Outbox {
                 })
                 .collect();
             Ok(JsValue::from(out))
-        })
-    }
-
-    /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
-    #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
-    pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(async move {
-            let n = owner_wide(&inner, &owner, "purgeOwner", plan_purge_owner).await?;
-            Ok(JsValue::from(n as u32))
         })
     }
 

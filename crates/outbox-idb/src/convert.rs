@@ -12,6 +12,7 @@
 //! Objects go out as plain objects (not `Map`s), so that IndexedDB key paths work.
 
 mod foreign;
+mod json;
 mod kept;
 mod path;
 mod walk;
@@ -19,22 +20,14 @@ mod walk;
 use crate::error::{OutboxError, Result};
 use outbox_core::intent::Prepared;
 use outbox_core::Outcome;
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use walk::{Mode, Refusal, Seg, Walker};
 use wasm_bindgen::prelude::*;
 
+pub use foreign::OPAQUE_KEY;
+pub use json::to_js;
 pub use kept::unsendable_reason;
-pub use walk::{MAX_APP_DEPTH, MAX_NODES, OPAQUE_KEY};
-
-/// Any serializable value as a plain JS value: its JSON text, parsed by `JSON.parse`. One
-/// string crosses the boundary instead of one call per property, and the engine's own
-/// parser builds fast objects. A key `__proto__` becomes an own property (as `JSON.parse`
-/// makes it), never the object's prototype. `null` if it has no JSON (a map with keys that
-/// are not strings).
-pub fn to_js<T: Serialize + ?Sized>(v: &T) -> JsValue {
-    serde_json::to_string(v).ok().and_then(|text| js_sys::JSON::parse(&text).ok()).unwrap_or(JsValue::NULL)
-}
+pub use walk::{MAX_APP_DEPTH, MAX_NODES};
 
 fn refused(r: Refusal) -> OutboxError {
     let tail = if r.path == "body" || r.path.starts_with("body.") || r.path.starts_with("body[") {
@@ -131,4 +124,13 @@ pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
 pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
     Prepared::from_json(&fields_from_js(v, "")?)
         .map_err(|e| OutboxError::invalid(format!("prepareSuccessor must return {{target, body, revision?}}: {e}")))
+}
+
+/// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
+/// what JSON cannot hold (SPEC §3 rule 3).
+pub(crate) fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
+    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
+    let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
+    let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
+    entry
 }

@@ -6,7 +6,7 @@
 use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_js};
 use crate::error::{ErrorCode, OutboxError, Result};
 use crate::idb::records::AppStores;
-use crate::idb::store::{Planner, ReconcileFn, RecordPort};
+use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
 use crate::inner::Inner;
 use futures_util::future::{FutureExt, LocalBoxFuture};

@@ -14,6 +14,14 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+/// By default a flush waits for another's turn while it sees that one change the owner's
+/// rows at least once a second (a draining tab tells others every 50 ms, `notify.rs`).
+pub const DEFAULT_TURN_WAIT_MS: u32 = 1_000;
+
+/// The owners whose turn a tab (one open outbox) holds, with the number of the flush's turn
+/// holding it (a flush that ends takes out its own entry, never a later one's).
+pub type Held = Rc<RefCell<Vec<(u64, String)>>>;
+
 /// What `Outbox.open` was given.
 pub struct Options {
     pub db_name: String,
@@ -110,8 +118,8 @@ impl Options {
         }
         let concurrency =
             optional_number(v, "concurrency", 1)?.map_or(outbox_core::flush::DEFAULT_CONCURRENCY, |n| n as usize);
-        let turn_wait_ms = optional_number(v, "turnWaitMs", 0)?
-            .map_or(crate::turn::DEFAULT_TURN_WAIT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
+        let turn_wait_ms =
+            optional_number(v, "turnWaitMs", 0)?.map_or(DEFAULT_TURN_WAIT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let open_timeout_ms = optional_number(v, "openTimeoutMs", 1)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let records = match get(v, "records") {
@@ -147,7 +155,7 @@ pub struct Inner {
     pub outstanding: SharedOutstanding,
     pub notifier: Notifier,
     /// The owners whose turn this tab's flushes hold (`turn.rs`).
-    pub turns: crate::turn::Held,
+    pub turns: Held,
     now: Option<Function>,
     random: Option<Function>,
 }

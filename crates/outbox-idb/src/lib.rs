@@ -7,7 +7,9 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::large_enum_variant)]
 
+mod admin;
 mod args;
+mod clock;
 mod commands;
 pub mod convert;
 mod driver;
@@ -17,6 +19,7 @@ mod ids;
 mod inner;
 mod js;
 mod notify;
+mod ops;
 mod outbox;
 pub mod panic;
 mod pure;

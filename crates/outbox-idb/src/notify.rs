@@ -16,7 +16,7 @@ use web_sys::{BroadcastChannel, MessageEvent};
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
 /// When a flush last changed each owner's rows, in this tab or another (the wait's own
-/// clock, [`crate::turn::monotonic`]): a flush waiting for its turn watches it (`turn.rs`).
+/// clock, [`crate::clock::monotonic`]): a flush waiting for its turn watches it (`turn.rs`).
 type LastChanges = Rc<RefCell<Vec<(String, f64)>>>;
 
 /// The change a flush announces (its claims, answers, conversions).
@@ -29,7 +29,7 @@ const FLUSH_CHANGE: &str = "flush";
 const MAX_LAST_CHANGES: usize = 1024;
 
 fn note_change(last: &LastChanges, owner: &str) {
-    let now = crate::turn::monotonic();
+    let now = crate::clock::monotonic();
     let mut list = last.borrow_mut();
     match list.iter_mut().find(|(o, _)| o == owner) {
         Some(entry) => entry.1 = now,

@@ -4,8 +4,8 @@
 //! installed here does, at the panic, what unwinding would have done:
 //!
 //! - it aborts every readwrite transaction whose writes are not all issued
-//!   ([`Armed`]); IndexedDB would otherwise commit the half that was (SPEC §4: all or
-//!   nothing);
+//!   ([`crate::idb::transaction::Armed`]); IndexedDB would otherwise commit the half that
+//!   was (SPEC §4: all or nothing);
 //! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
 //!   which would otherwise never settle;
 //! - it releases the turns of flushes (`turn.rs`), which no dropped future will;
@@ -19,20 +19,17 @@
 
 use crate::error::OutboxError;
 use js_sys::{Function, Promise};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;
-use web_sys::IdbTransaction;
 
 thread_local! {
     /// The `reject` of the API call whose future is being polled.
     static POLLED: Cell<Option<Rc<Function>>> = const { Cell::new(None) };
-    /// Readwrite transactions with some writes issued and not all: a panic aborts them.
-    static ARMED: RefCell<Vec<IdbTransaction>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Installs the hook, in place of any other (once per instance, at start; again in a test,
@@ -44,55 +41,13 @@ pub fn install() {
     }
     std::panic::set_hook(Box::new(move |info| {
         let message = format!("outbox-idb: internal error, please report it: {info}");
-        abort_armed();
+        crate::idb::transaction::abort_armed();
         crate::turn::release_all();
         if let Some(reject) = POLLED.with(Cell::take) {
             let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.clone()).into());
         }
         let _ = crate::js::console_error_text(&message);
     }));
-}
-
-fn abort_armed() {
-    // A panic while the list itself is borrowed leaves it as it is.
-    let armed = ARMED.with(|a| a.try_borrow_mut().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default());
-    for tx in armed {
-        // Fails only for a transaction that has already finished.
-        let _ = tx.abort();
-    }
-}
-
-/// A readwrite transaction that a panic, a failure or a dropped future aborts until
-/// [`Armed::disarm`] says every write is issued.
-pub(crate) struct Armed(Option<IdbTransaction>);
-
-impl Armed {
-    pub(crate) fn new(tx: &IdbTransaction) -> Armed {
-        ARMED.with(|a| a.borrow_mut().push(tx.clone()));
-        Armed(Some(tx.clone()))
-    }
-
-    /// Every write is issued: let the transaction commit.
-    pub(crate) fn disarm(mut self) {
-        if let Some(tx) = self.0.take() {
-            forget(&tx);
-        }
-    }
-}
-
-fn forget(tx: &IdbTransaction) {
-    ARMED.with(|a| a.borrow_mut().retain(|t| t != tx));
-}
-
-impl Drop for Armed {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            forget(&tx);
-            // Fails only if it already finished: aborted by a failed request, or committed
-            // before any write was issued. Either way nothing of this replace was written.
-            let _ = tx.abort();
-        }
-    }
 }
 
 /// A promise of `fut` that also rejects, with `INTERNAL`, when `fut` panics.

@@ -24,7 +24,8 @@
 //! owner whose turn this tab already holds (a flush started from inside another's `send`)
 //! does not wait for itself: the tab's flushes share its turn (§8 keeps them apart).
 
-use crate::inner::Inner;
+use crate::clock::monotonic;
+use crate::inner::{Held, Inner};
 use js_sys::{Array, Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -32,17 +33,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-/// By default a flush waits for another's turn while it sees that one change the owner's
-/// rows at least once a second (a draining tab tells others every 50 ms, `notify.rs`).
-pub const DEFAULT_TURN_WAIT_MS: u32 = 1_000;
-
 /// The longest single sleep of a wait (it then looks again): an outbox closed meanwhile is
 /// seen within it (and `setTimeout` fires at once for delays past 2³¹ − 1 ms).
 const MAX_SLEEP_MS: f64 = 1_000.0;
-
-/// The owners whose turn a tab (one open outbox) holds, with the number of the flush's turn
-/// holding it (a flush that ends takes out its own entry, never a later one's).
-pub type Held = Rc<RefCell<Vec<(u64, String)>>>;
 
 thread_local! {
     /// Every turn of the instance by number: its release and its tab's turns. A panic
@@ -92,17 +85,6 @@ pub fn release_all() {
             held.clear();
         }
     }
-}
-
-/// Milliseconds of a clock that only goes forward (`performance.now()`; `Date.now()` where
-/// there is none): the wait's own time, never the injected clock of the contract.
-pub fn monotonic() -> f64 {
-    Reflect::get(&js_sys::global(), &"performance".into())
-        .ok()
-        .filter(JsValue::is_object)
-        .and_then(|p| Some((Reflect::get(&p, &"now".into()).ok()?.dyn_into::<Function>().ok()?, p)))
-        .and_then(|(now, p)| now.call0(&p).ok()?.as_f64())
-        .unwrap_or_else(js_sys::Date::now)
 }
 
 /// The lock's name: the length of the database's name (in UTF-8 bytes) first, so that

@@ -194,15 +194,18 @@ async fn flush_drains_successors_and_intents_in_one_call() {
         .await;
     let target = c["target"].as_str().unwrap().to_owned();
     assert_eq!(target, format!("pending:{}", c["id"].as_str().unwrap()));
-    // Claim the create by hand (outcome unknown), so the edit becomes an intent.
-    let ticket = ok(a.claim("alice".into(), c["id"].as_str().unwrap().into())).await;
+    // Another tab claims the create by hand (outcome unknown), so the edit becomes an
+    // intent. (This tab's own claim would keep its flushes off the record until its `ack`,
+    // §8: one tab never has two attempts of a row outstanding.)
+    let b = open(&db, "tab-b").await;
+    let ticket = ok(b.claim("alice".into(), c["id"].as_str().unwrap().into())).await;
     let u = ok(a.enqueue(
         obj(json!({"owner": "alice", "target": target, "kind": "update", "body": {"name": "y"}})),
         JsValue::UNDEFINED,
     ))
     .await;
     assert_eq!(u["successorOf"], c["id"]);
-    // The create's answer never came; later its lease ends and a flush resends it.
+    // Tab b's answer never came; later its lease ends and tab a's flush resends it.
     let _ = ticket;
     advance(&db, 10_001.0);
     let sent = js_sys::Array::new();

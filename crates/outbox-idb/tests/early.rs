@@ -3,8 +3,9 @@
 #![cfg(target_arch = "wasm32")]
 
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
-use outbox_idb::idb::store::{Planner, RecordPort, Store};
+use outbox_idb::idb::replace::{Planner, RecordPort};
 use outbox_idb::idb::Durability;
+use outbox_idb::idb::Store;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -5,8 +5,9 @@
 
 use js_sys::{Array, Promise, Reflect};
 use outbox_core::{ReplacePlan, Scope};
-use outbox_idb::idb::store::{Planner, RecordPort, Store};
+use outbox_idb::idb::replace::{Planner, RecordPort};
 use outbox_idb::idb::Durability;
+use outbox_idb::idb::Store;
 use serde_json::{json, Value};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;

@@ -3,11 +3,14 @@
 //! that the value can be put back where it was, [`super::kept`]). Only stored values are
 //! digested: the app's are refused whatever their marker.
 
-use super::walk::OPAQUE_KEY;
 use js_sys::{ArrayBuffer, Function, JsString, Reflect};
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+
+/// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
+/// the planner sees. Reserved: the app may not use it (it would read back as a marker).
+pub const OPAQUE_KEY: &str = "$outboxOpaque";
 
 /// A value JSON cannot hold, as classified: `what` for messages, `marker` for the JSON.
 pub(super) struct Foreign {

@@ -15,6 +15,7 @@
 //! planned on: such a row is shown to the planner without `body`, which makes it
 //! undecodable (§3 rule 3: never sent, claimed or written; reported; left as it is).
 
+use super::json::to_js;
 use super::walk::{as_marker, marker, path_string, Kept, Mode, Seg, Walker};
 use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
@@ -178,16 +179,16 @@ pub fn to_app(row: &Value) -> JsValue {
     }
     REGISTRY
         .with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker)))
-        .unwrap_or_else(|_| super::to_js(row))
+        .unwrap_or_else(|_| to_js(row))
 }
 
-/// JSON as JS ([`super::to_js`]), each marker replaced by the value `original` gives for it
+/// JSON as JS ([`to_js`]), each marker replaced by the value `original` gives for it
 /// (`Err(path)` of the first one, in document order, that has none).
 fn build(v: &Value, original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>) -> Result<JsValue, String> {
     if let Some(m) = as_marker(v) {
         return original(&[], m).ok_or_else(|| path_string(&[]));
     }
-    let js = super::to_js(v);
+    let js = to_js(v);
     if has_marker(v) {
         patch(&js, v, &mut vec![], original)?;
     }

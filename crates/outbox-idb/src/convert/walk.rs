@@ -10,7 +10,7 @@
 //! marker with the original value ([`Mode::Stored`]).
 
 pub(super) use super::foreign::{as_marker, marker};
-use super::foreign::{describe, fnv, reserved_key, text, utf16_digest, Foreign};
+use super::foreign::{describe, fnv, reserved_key, text, utf16_digest, Foreign, OPAQUE_KEY};
 use super::path::short_path;
 pub(super) use super::path::{path_string, Seg};
 use crate::js::{is_array, own_keys, prototype_of};
@@ -31,9 +31,6 @@ pub const MAX_NODES: usize = outbox_core::body_size::MAX_BODY_VALUES;
 /// bodies (a row holds one; a margin for an older writer's fields) plus the row around
 /// them, so nothing this library wrote is ever opaque.
 pub const MAX_STORED_NODES: usize = 2 * MAX_NODES + 1024;
-/// The key of the marker standing for a value JSON cannot hold (a stored one) in the JSON
-/// the planner sees. Reserved: the app may not use it (it would read back as a marker).
-pub const OPAQUE_KEY: &str = "$outboxOpaque";
 
 thread_local! {
     /// This realm's `Object.prototype` (it cannot be replaced).

@@ -4,10 +4,14 @@
 pub mod app_schema;
 mod connection;
 mod open;
+mod reads;
 pub mod records;
+pub mod replace;
 pub mod request;
 pub mod schema;
 pub mod store;
+pub(crate) mod transaction;
 mod view;
 
-pub use store::{Durability, Store};
+pub use store::Store;
+pub use transaction::Durability;

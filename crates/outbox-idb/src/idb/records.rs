@@ -4,7 +4,7 @@
 //! only a record that exists, as `outbox_core::records::{patched, rekeyed}` define.
 
 use super::request::request;
-use super::store::transaction_failed;
+use super::transaction::transaction_failed;
 use crate::convert::{from_js, to_js};
 use crate::error::{dom_name, OutboxError, Result};
 use js_sys::{Array, Object, Reflect};

@@ -1,58 +1,23 @@
-//! The outbox store over one IndexedDB connection: scoped reads, and **replace** (SPEC §4)
-//! as one readwrite transaction — read the scopes, plan synchronously, compare with the
-//! plan's `expected` as stored, apply all or nothing. Nothing else writes the store.
+//! The outbox store over one IndexedDB connection: opening it, its transactions (reopened
+//! once when another tab's upgrade closed the connection), and scoped reads. Its
+//! **replace** (SPEC §4), the only write of the queue, is in [`super::replace`].
 
 use super::app_schema::AppSchema;
 use super::connection::Connection;
-use super::records::{self, AppStores, Changed};
-use super::request::{completion, request};
-use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, BY_OWNER_TARGET, DEFAULT_OPEN_TIMEOUT_MS, STORE};
-use super::view::{self, View};
-use crate::convert::{stored_from_js, stored_to_js};
+use super::reads::{object_store, owner_range, read_scopes, values};
+use super::records::{self, AppStores};
+use super::request::request;
+use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, DEFAULT_OPEN_TIMEOUT_MS, STORE};
+use super::transaction::begin;
+pub use super::transaction::Durability;
 use crate::error::{dom_name, OutboxError, Result};
-use crate::panic::Armed;
 use js_sys::Array;
-use outbox_core::plan::matches_expected;
-use outbox_core::records::{Reconcile, RecordWrite};
-use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
+use outbox_core::Scope;
 use serde_json::Value;
-use std::collections::HashSet;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbDatabase, IdbKeyRange, IdbObjectStore, IdbTransaction, IdbTransactionMode};
-
-#[wasm_bindgen]
-extern "C" {
-    /// An `IDBDatabase` seen through the options form of `transaction(stores, mode,
-    /// {durability})`: web-sys binds it only behind `web_sys_unstable_apis`.
-    type DatabaseWithOptions;
-
-    #[wasm_bindgen(method, catch, js_name = transaction)]
-    fn transaction_with_options(
-        this: &DatabaseWithOptions,
-        stores: &JsValue,
-        mode: &str,
-        options: &JsValue,
-    ) -> std::result::Result<IdbTransaction, JsValue>;
-
-    /// An `IDBTransaction` seen through `commit()`, which web-sys marks deprecated.
-    type CommittableTransaction;
-
-    /// Throws (a `TypeError`) in an engine without it, which is then left to commit on its own.
-    #[wasm_bindgen(method, catch, js_name = commit)]
-    fn commit_now(this: &CommittableTransaction) -> std::result::Result<(), JsValue>;
-}
-
-/// How hard a commit must be flushed to disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// `"strict"`: the app's edit must survive a crash right after the call returns.
-    Strict,
-    /// The browser's default: losing this write in a crash only causes a resend.
-    Default,
-}
+use web_sys::{IdbTransaction, IdbTransactionMode};
 
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
@@ -112,7 +77,7 @@ impl Store {
     }
 
     /// A transaction over the queue and the app stores `app`.
-    async fn transaction_over(
+    pub(super) async fn transaction_over(
         self: &Rc<Self>,
         mode: IdbTransactionMode,
         durability: Durability,
@@ -240,202 +205,6 @@ impl Store {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         read_scopes(&object_store(&tx)?, scopes).await
     }
-
-    /// Replace (§4) in one readwrite transaction: read `scopes`, call `planner` with what was
-    /// read (synchronously, inside the transaction), compare the plan's `expected` with the
-    /// rows of the plan's scopes, then apply all of it or nothing. `None` when the planner
-    /// planned nothing.
-    ///
-    /// # Errors
-    /// `STORAGE` or `QUOTA` when IndexedDB fails (the transaction is aborted: nothing is
-    /// written), `CLOSED`, `BLOCKED`.
-    pub async fn transact(
-        self: &Rc<Self>,
-        scopes: &[Scope],
-        durability: Durability,
-        planner: impl FnOnce(&[Value]) -> Option<ReplacePlan>,
-    ) -> Result<Option<ReplaceOutcome>> {
-        let mut out = self.transact_many(vec![(scopes.to_vec(), Box::new(planner) as Planner<'_>)], durability).await?;
-        Ok(out.pop().flatten())
-    }
-
-    /// Several replaces in one readwrite transaction, planned and applied in order as if
-    /// each had its own: every planner sees the scope rows as left by the replaces before
-    /// it, and each replace commits or is stale on its own. Used to let answers that
-    /// arrive together share one transaction.
-    ///
-    /// # Errors
-    /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
-    /// `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
-    pub async fn transact_many(
-        self: &Rc<Self>,
-        items: Vec<(Vec<Scope>, Planner<'_>)>,
-        durability: Durability,
-    ) -> Result<Vec<Option<ReplaceOutcome>>> {
-        Ok(self.transact_records(items, durability, &RecordPort::default(), &[]).await?.outcomes)
-    }
-
-    /// [`Store::transact_many`] with the app's records: the transaction also covers
-    /// `port.stores`; each plan that commits writes its record writes, and those the
-    /// `reconcile` port gives for its answer (called synchronously, inside the transaction,
-    /// only for a plan that commits). A port that fails leaves its plan unapplied, as a
-    /// stale one (the row stays claimed; it is sent again after the lease). Returns the
-    /// records changed, for the cross-tab notice.
-    ///
-    /// `early`: rows under fresh ids to put right after the reads are issued, a guess at what
-    /// the plans will write ([`super::view`]); what the plans do not write as guessed is
-    /// undone in the same transaction.
-    ///
-    /// # Errors
-    /// As [`Store::transact_many`]; `INVALID_ARGUMENT` when IndexedDB refuses a record
-    /// write (nothing at all is written).
-    pub async fn transact_records(
-        self: &Rc<Self>,
-        items: Vec<(Vec<Scope>, Planner<'_>)>,
-        durability: Durability,
-        port: &RecordPort<'_>,
-        early: &[Value],
-    ) -> Result<Transacted> {
-        let tx = self.transaction_over(IdbTransactionMode::Readwrite, durability, &port.stores).await?;
-        // Until every write is issued, a failure, a dropped future or a panic aborts: IndexedDB
-        // would commit whatever was issued once control returns to the event loop (SPEC §4:
-        // all or nothing).
-        let abort = Armed::new(&tx);
-        let store = object_store(&tx)?;
-        let mut read: Vec<Scope> = Vec::new();
-        for (scopes, _) in &items {
-            read.extend(scopes.iter().filter(|s| !read.contains(s)).cloned().collect::<Vec<_>>());
-        }
-        let mut view = View::default();
-        let reads = issue_reads(&store, &read)?;
-        // Listened for once the reads are on their way (before this task yields, so the
-        // transaction cannot have ended yet).
-        let done = completion(&tx);
-        let mut puts = Vec::new();
-        for row in early {
-            // Requests run in order: the reads above do not see these.
-            let id = view::key(row);
-            let js = stored_to_js(&id, row).and_then(|js| store.put(&js).map(|_| js));
-            puts.push((id, js.map_err(|e| OutboxError::storage("write", &e))?));
-            view.early(row);
-        }
-        view.load(await_reads(reads).await?);
-        let mut results = Vec::with_capacity(items.len());
-        let mut record_writes = Vec::new();
-        for (scopes, planner) in items {
-            let Some(plan) = planner(&view.rows(&scopes)) else {
-                results.push(None);
-                continue;
-            };
-            // A row already read here (through its `[owner, target]` scope, say) or written
-            // by an earlier plan of this transaction is known as it is now: its `Id` scope
-            // needs no read of its own.
-            let missing: Vec<Scope> =
-                plan.scopes.iter().filter(|s| !read.contains(s) && !view.knows(s)).cloned().collect();
-            if !missing.is_empty() {
-                view.load(await_reads(issue_reads(&store, &missing)?).await?);
-                read.extend(missing);
-            }
-            if !matches_expected(&plan.expected, &view.rows(&plan.scopes)) {
-                results.push(Some(ReplaceOutcome::Stale));
-                continue;
-            }
-            let mut writes = plan.records.clone();
-            if let (Some(r), Some(reconcile)) = (&plan.reconcile, port.reconcile) {
-                // Checked before anything is issued, so that one bad answer's writes leave the
-                // other answers sharing this transaction alone.
-                match reconcile(r).and_then(|w| records::check(&tx, &w).map(|()| w)) {
-                    Ok(w) => writes.extend(w),
-                    Err(why) => {
-                        let _ = crate::js::console_warn_text(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"));
-                        results.push(Some(ReplaceOutcome::Stale));
-                        continue;
-                    }
-                }
-            }
-            view.apply(&plan);
-            record_writes.extend(writes);
-            results.push(Some(ReplaceOutcome::Committed));
-        }
-        let (writes, stand) = view.finish();
-        puts.retain(|(id, _)| stand.contains(id));
-        for (id, value) in &writes {
-            match value {
-                None => store.delete(&JsValue::from_str(id)).map(drop),
-                // Markers become the stored values they stand for again (SPEC §3 rule 2). A
-                // failure returns early: the armed guard aborts, so nothing is half-written.
-                Some(v) => stored_to_js(id, v).and_then(|js| {
-                    store.put(&js)?;
-                    puts.push((id.clone(), js));
-                    Ok(())
-                }),
-            }
-            .map_err(|e| OutboxError::storage("write", &e))?;
-        }
-        let changed = records::apply(&tx, &record_writes).await?;
-        abort.disarm();
-        // Everything is issued: ask for the commit now, not when this task's microtasks have
-        // run out, so that the disk's work starts while the caller's goes on. Not when the
-        // app's records are written: Firefox (153 ESR) commits a transaction told to
-        // `commit()` even when one of its puts then fails (a unique index of an app store),
-        // keeping the queue's row without the record write (tests/records.rs). The queue's
-        // own puts fail no index: none of its indexes is unique. A put refused for the quota
-        // after `commit()` does abort the transaction in Firefox too (measured with a 10 MB
-        // quota, 2026-12-02), so queue-only transactions keep the early commit.
-        if record_writes.is_empty() {
-            let _ = tx.unchecked_ref::<CommittableTransaction>().commit_now();
-        }
-        done.await.map_err(|e| transaction_failed(&e))?;
-        Ok(Transacted { outcomes: results, changed, puts })
-    }
-}
-
-/// What a committed [`Store::transact_records`] did.
-pub struct Transacted {
-    /// Each replace's outcome, in order (`None`: its planner planned nothing).
-    pub outcomes: Vec<Option<ReplaceOutcome>>,
-    /// The app records written, for the cross-tab notice.
-    pub changed: Vec<Changed>,
-    /// The rows put, by id, as the values given to IndexedDB (which stored a copy): what
-    /// the app is shown of a row just written, without building it again.
-    pub puts: Vec<(String, JsValue)>,
-}
-
-thread_local! {
-    /// `{durability: "strict"}`, made once (IndexedDB only reads it).
-    static STRICT: JsValue = {
-        let opts = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
-        opts.into()
-    };
-}
-
-/// Starts a transaction on `stores`; a strict readwrite one asks for `durability: "strict"`.
-fn begin(
-    db: &IdbDatabase,
-    stores: &Array,
-    mode: IdbTransactionMode,
-    durability: Durability,
-) -> std::result::Result<IdbTransaction, JsValue> {
-    match (mode, durability) {
-        (IdbTransactionMode::Readwrite, Durability::Strict) => STRICT
-            .with(|opts| db.unchecked_ref::<DatabaseWithOptions>().transaction_with_options(stores, "readwrite", opts)),
-        _ => db.transaction_with_str_sequence_and_mode(stores, mode),
-    }
-}
-
-/// Why a transaction did not commit. `ConstraintError` is a unique index of an app store
-/// that one of the record writes broke (the queue's own rows are written with `put`, under
-/// indexes that are not unique): the app's argument, as docs/api.md says; anything else is
-/// the database's failure.
-pub(super) fn transaction_failed(e: &JsValue) -> OutboxError {
-    if dom_name(e).as_deref() == Some("ConstraintError") {
-        OutboxError::invalid(
-            "a record write broke a unique index of an app store (ConstraintError); nothing was written",
-        )
-    } else {
-        OutboxError::storage("commit", e)
-    }
 }
 
 /// A key or range IndexedDB refused (`DataError`) is the app's argument, and so is an
@@ -449,75 +218,4 @@ fn key_refused(e: &JsValue) -> OutboxError {
     } else {
         OutboxError::storage("read", e)
     }
-}
-
-/// The `reconcile` port as the store calls it: the record writes for an answer, or why
-/// there are none to apply.
-pub type ReconcileFn<'a> = dyn Fn(&Reconcile) -> std::result::Result<Vec<RecordWrite>, String> + 'a;
-
-/// The app's records in one replace transaction: the stores it covers and the `reconcile`
-/// port, which maps an answer to record writes (or says why it cannot).
-#[derive(Default)]
-pub struct RecordPort<'a> {
-    /// App stores the transaction covers.
-    pub stores: AppStores,
-    /// The port, called synchronously inside the transaction.
-    pub reconcile: Option<&'a ReconcileFn<'a>>,
-}
-
-/// A planner called inside a transaction with the rows of its scopes.
-pub type Planner<'a> = Box<dyn FnOnce(&[Value]) -> Option<ReplacePlan> + 'a>;
-
-fn object_store(tx: &IdbTransaction) -> Result<IdbObjectStore> {
-    tx.object_store(STORE).map_err(|e| OutboxError::storage("object store", &e))
-}
-
-/// Issues every scope's read at once, then awaits them (all requests of this transaction).
-async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Value>> {
-    await_reads(issue_reads(store, scopes)?).await
-}
-
-/// `owner`'s range of the `[owner, savedAt]` index: its rows whose `savedAt` is a number
-/// ([`Scope::Owner`]).
-fn owner_range(owner: &str) -> std::result::Result<IdbKeyRange, JsValue> {
-    let at = |t: f64| Array::of2(&owner.into(), &JsValue::from_f64(t));
-    IdbKeyRange::bound(&at(f64::NEG_INFINITY), &at(f64::INFINITY))
-}
-
-/// Issues every scope's read, in order.
-fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<JsFuture>> {
-    let mut pending = Vec::with_capacity(scopes.len());
-    for scope in scopes {
-        let req = match scope {
-            Scope::Id(id) => store.get_all_with_key(&JsValue::from_str(id)),
-            Scope::Target { owner, target } => store
-                .index(BY_OWNER_TARGET)
-                .and_then(|i| i.get_all_with_key(&Array::of2(&owner.into(), &target.into()))),
-            Scope::Owner(owner) => {
-                owner_range(owner).and_then(|r| store.index(BY_OWNER_SAVED_AT)?.get_all_with_key(&r))
-            }
-        }
-        .map_err(|e| OutboxError::storage("read", &e))?;
-        pending.push(request(&req));
-    }
-    Ok(pending)
-}
-
-/// The rows the reads `pending` returned, each once.
-async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
-    let mut out = Vec::new();
-    for p in pending {
-        out.extend(values(p.await.map_err(|e| OutboxError::storage("read", &e))?)?);
-    }
-    Ok(dedup(&out).into_iter().cloned().collect())
-}
-
-fn dedup(rows: &[Value]) -> Vec<&Value> {
-    let mut seen = HashSet::new();
-    rows.iter().filter(|r| seen.insert(view::key(r))).collect()
-}
-
-fn values(array: JsValue) -> Result<Vec<Value>> {
-    let array: Array = array.dyn_into().map_err(|_| OutboxError::storage("read", &"not an array".into()))?;
-    Ok(array.iter().map(|v| stored_from_js(&v)).collect())
 }

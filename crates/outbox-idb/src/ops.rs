@@ -1,0 +1,70 @@
+//! What the commands (`commands.rs`, `admin.rs`) share over the store: one strict replace
+//! with the app's record writes, the decodable row of an owner read outside any write, and
+//! an owner-wide change planned twice.
+
+use crate::args::owner_arg;
+use crate::error::OutboxError;
+use crate::idb::records::AppStores;
+use crate::idb::replace::{Planner, RecordPort};
+use crate::idb::Durability;
+use outbox_core::{decode, ReplaceOutcome, Scope};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+/// One strict replace over `scopes` with the app's record `writes`, which commit only if
+/// the replace does. Returns whether it committed and the records it changed.
+pub async fn with_records<'a>(
+    inner: &'a crate::inner::Inner,
+    scopes: Vec<Scope>,
+    writes: Vec<outbox_core::records::RecordWrite>,
+    planner: impl FnOnce(&[Value]) -> Option<outbox_core::ReplacePlan> + 'a,
+) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
+    let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
+    let planner: Planner<'_> = Box::new(move |cur| {
+        let mut plan = planner(cur)?;
+        plan.records = writes;
+        Some(plan)
+    });
+    let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &[]).await?;
+    Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
+}
+
+/// The decodable row `id` of `owner`, as stored now (read outside any write).
+pub async fn own_row(
+    inner: &crate::inner::Inner,
+    owner: &str,
+    id: &str,
+) -> Result<Option<outbox_core::Row>, OutboxError> {
+    let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
+    Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
+}
+
+/// Plans a change of all of one owner's rows; also says how many rows it changes.
+pub type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, usize)>;
+
+/// An owner-wide change (`resumeHeld`, `purgeOwner`): read the owner's queue, plan, then
+/// re-plan inside one strict transaction over the rows the first plan named.
+pub async fn owner_wide(
+    inner: &std::rc::Rc<crate::inner::Inner>,
+    owner: &JsValue,
+    what: &str,
+    planner: OwnerPlanner,
+) -> Result<usize, OutboxError> {
+    inner.check_open()?;
+    let owner = owner_arg(owner)?;
+    let rows = inner.store.read_owner(&owner).await?;
+    let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
+    let mut n = 0;
+    inner
+        .store
+        .transact(&first.scopes, Durability::Strict, |cur| {
+            let (plan, count) = planner(&owner, cur)?;
+            n = count;
+            Some(plan)
+        })
+        .await?;
+    if n > 0 {
+        inner.notifier.changed(what, Some(&owner));
+    }
+    Ok(n)
+}
