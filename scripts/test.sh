@@ -10,10 +10,14 @@ started=$(date +%s)
 step "1/18 setup: wasm target, chromium + chromedriver, wasm-pack, wasm-bindgen-cli, npm deps"
 scripts/setup.sh all
 
-step "2/18 lint: cargo fmt --check, cargo clippy -D warnings (host and wasm32)"
+step "2/18 lint: cargo fmt --check, cargo clippy -D warnings (host and wasm32), the crates' layers (scripts/layers.mjs)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo clippy -p outbox-idb --target wasm32-unknown-unknown --all-targets -- -D warnings
+# Layers that only point down, no import cycle (crates/*/layers.txt; docs/architecture.md),
+# and the check's own tests: it fails on an upward use and on a cycle (issue 33).
+node scripts/layers.mjs
+node --test tests/layers/
 
 step "3/18 planner: unit, SPEC §13 acceptance and property tests (PROPTEST_CASES=${PROPTEST_CASES:-3000})"
 cargo test --release -p outbox-core
