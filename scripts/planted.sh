@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Planted bugs, a test of the tests (issue 32, item 12). Each tests/planted/*.patch plants
 # one bug in the library (crates/outbox-core, crates/outbox-idb); its first line says what it
-# breaks, its second which e2e specs must catch it. For each patch chosen, this script copies
-# the work tree, applies the patch, builds the package there (scripts/build.sh), runs the
-# soak at its CI size (without its Workbox peer) and then the patch's specs, and fails if a
-# planted bug survives both — or if a patch no longer applies or builds.
+# breaks (`breaks:`), its second which e2e specs must catch it (`specs:`), and an optional
+# third which Rust tests (`cargo:`, arguments of `cargo test`). For each patch chosen, this
+# script copies the work tree, applies the patch, builds the package there
+# (scripts/build.sh), runs the soak at its CI size (without its Workbox peer), the patch's
+# specs and its Rust tests, and fails if a planted bug survives them all — or if a patch no
+# longer applies or builds.
 #
 #   scripts/planted.sh --all            # every patch (about 5 minutes each on 2 cores)
 #   scripts/planted.sh --rotate 2       # CI: 2 patches, chosen by the day (all in 5 days)
@@ -79,6 +81,7 @@ for p in "${chosen[@]}"; do
   name=$(basename "$p" .patch)
   what=$(sed -n 's/^breaks: //p' "$p" | head -1)
   spec_files=$(sed -n 's/^specs: //p' "$p" | head -1)
+  cargo_args=$(sed -n 's/^cargo: //p' "$p" | head -1)
   log="$root/test-results/planted/$name.log"
   started=$(date +%s)
   echo "==> planted $name: $what"
@@ -95,7 +98,7 @@ for p in "${chosen[@]}"; do
     echo "planted: $name does not build (see $log)" >&2
     exit 1
   fi
-  soak_res="not run"; spec_res="not run"
+  soak_res="not run"; spec_res="not run"; cargo_res=""
   if [ "$soak" = 1 ]; then
     s=${seed:-$(( (RANDOM << 15) | RANDOM ))}
     if (cd "$work" && SOAK_TIMEOUT_MS=900000 scripts/soak.sh --no-build --ops "$ops" --seed "$s" --peer-ops 0) >>"$log" 2>&1; then
@@ -114,9 +117,18 @@ for p in "${chosen[@]}"; do
       spec_res="caught (${failed:-see log})"
     fi
   fi
+  if [ -n "$cargo_args" ] && [ "$specs" = 1 ]; then
+    # shellcheck disable=SC2086 # the header's arguments, split as written
+    if (cd "$work" && cargo test $cargo_args) >>"$log" 2>&1; then
+      cargo_res="; cargo test $cargo_args: missed"
+    else
+      failed=$(grep -aE '^test .* FAILED$' "$log" | sed -E 's/^test (.*) \.\.\. FAILED$/\1/' | sort -u | head -2 | tr '\n' ';')
+      cargo_res="; cargo test $cargo_args: caught (${failed:-see log})"
+    fi
+  fi
   verdict=caught
-  if [[ "$soak_res" != caught* && "$spec_res" != caught* ]]; then verdict=SURVIVED; survivors=$((survivors + 1)); fi
-  rows+=("| $name | $verdict | soak: $soak_res | specs ($spec_files): $spec_res | $(( $(date +%s) - started )) s |")
+  if [[ "$soak_res" != caught* && "$spec_res" != caught* && "$cargo_res" != *caught* ]]; then verdict=SURVIVED; survivors=$((survivors + 1)); fi
+  rows+=("| $name | $verdict | soak: $soak_res | specs ($spec_files): $spec_res$cargo_res | $(( $(date +%s) - started )) s |")
   echo "${rows[-1]}"
 done
 rm -rf "$work"
