@@ -217,17 +217,32 @@ export class Model {
   /** Every field of the entity (a create, a full update), or, `partial`, one of them. */
   private fields(entity: Entity, draw: Rng, invalid = false, partial = false): Record<string, unknown> {
     const w = ++this.w;
+    // An invalid edit carries the invalid field alone: merged into a later edit, its other
+    // fields would land with it, though the user never saw them saved.
+    if (invalid) return { weight: -1 - (w % 7), w };
     const all: Record<string, unknown> = entity === "workout"
-      ? { weight: invalid ? -1 - (w % 7) : Math.floor(draw() * 1000), reps: Math.floor(draw() * 20) }
+      ? { weight: Math.floor(draw() * 1000), reps: Math.floor(draw() * 20) }
       : { title: `t${Math.floor(draw() * 1e6)}`, note: `n${Math.floor(draw() * 1e6)}` };
-    if (!partial || invalid) return { ...all, w };
+    if (!partial) return { ...all, w };
     const keys = Object.keys(all);
     const k = keys[Math.floor(draw() * keys.length)];
     return { [k]: all[k], w };
   }
 
   private async enqueue(page: Page, op: Record<string, unknown>, withRevision = false) {
-    return page.evaluate(([op, r]) => (window as any).soak.enqueue(op, r), [op, withRevision] as const) as Promise<{ row: any; before: string[]; after: string[] }>;
+    const done = await (page.evaluate(([op, r]) => (window as any).soak.enqueue(op, r), [op, withRevision] as const) as Promise<{ row: any; before: string[]; after: string[]; conflicts?: Record<string, string> }>);
+    this.learnConflicts(done.conflicts);
+    return done;
+  }
+
+  /** Conflict successors seen in a scope (id → the id they replaced), sent or not. */
+  learnConflicts(conflicts?: Record<string, string>) {
+    for (const [id, previous] of Object.entries(conflicts ?? {})) this.sent({ id, conflictOf: previous });
+  }
+
+  /** Every id the operation had: its own, then its conflict successors'. */
+  private idsOf(id: string): string[] {
+    return [id, ...[...this.alias.keys()].filter((a) => this.original(a) === id)];
   }
 
   private pick(owner: string, draw: Rng): Rec | null {
@@ -296,6 +311,7 @@ export class Model {
       let done: { row: any; before: string[]; after: string[]; vanished?: boolean } | null = null;
       if (!rec.serverId) {
         done = await page.evaluate((op) => (window as any).soak.enqueueEdit(op), { owner, kind, target, body });
+        this.learnConflicts((done as any).conflicts);
         if (done!.vanished) {
           const sid = await this.lookup(rec);
           if (sid) this.adopt(rec, sid);
@@ -534,9 +550,10 @@ export class Model {
       }
       const n = count.get(op.id) ?? 0;
       if (n > 0) continue;
-      if (this.cancelledIds.has(op.id)) cancelled++;
-      else if (this.replaced.has(op.id) || this.reissued.has(op.id)) merged++;
-      else if (!this.discarded.has(op.id)) {
+      const ids = this.idsOf(op.id);
+      if (ids.some((id) => this.cancelledIds.has(id))) cancelled++;
+      else if (ids.some((id) => this.replaced.has(id) || this.reissued.has(id))) merged++;
+      else if (!ids.some((id) => this.discarded.has(id))) {
         lost++;
         this.lostRecs.push(op.rec);
         details.push(`${op.kind} ${op.id} (w=${op.w}, record ${op.rec}) has no effect and was not merged, cancelled or discarded`);

@@ -207,9 +207,14 @@ window.soak = {
       if (withRevision && typeof local?.revision === "number") op = { ...op, revision: local.revision };
       if (op.body?.cmd === "append") writes = [{ store: "records", patch: op.target, set: { sets: [...(local?.sets ?? []), op.body.item] } }];
     }
+    // Conflict successors among the rows this enqueue may replace: one may be merged away
+    // before it was ever sent, and the soak follows the operation by its new id.
+    const conflicts = op.target
+      ? Object.fromEntries((await outbox.rows(op.owner)).filter((r) => r.target === op.target && r.conflict?.previousId).map((r) => [r.id, r.conflict.previousId]))
+      : {};
     const row = await outbox.enqueue(op, { writes });
     const after = op.target ? await scope() : [];
-    return { row, before, after };
+    return { row, before, after, conflicts };
   },
   /** The user's re-save of a blocked row: its new body, and the record, in one transaction. */
   async retryBlocked(owner, id, body) {
