@@ -99,6 +99,11 @@ for p in "${chosen[@]}"; do
     exit 1
   fi
   soak_res="not run"; spec_res="not run"; cargo_res=""
+  # A gate that could not start would make every run fail, and every bug look caught.
+  if (exec 3<>"/dev/tcp/127.0.0.1/$GATE_PORT") 2>/dev/null; then
+    echo "planted: port $GATE_PORT is taken: stop what listens there, or set PLANTED_PORT" >&2
+    exit 1
+  fi
   if [ "$soak" = 1 ]; then
     s=${seed:-$(( (RANDOM << 15) | RANDOM ))}
     if (cd "$work" && SOAK_TIMEOUT_MS=900000 scripts/soak.sh --no-build --ops "$ops" --seed "$s" --peer-ops 0) >>"$log" 2>&1; then
@@ -110,13 +115,14 @@ for p in "${chosen[@]}"; do
   fi
   if [ "$specs" = 1 ]; then
     files=(); for f in $spec_files; do files+=("tests/e2e/$f"); done
-    if (cd "$work" && npx playwright test "${files[@]}") >>"$log" 2>&1; then
+    if (cd "$work" && npx playwright test "${files[@]}") >"$log.specs" 2>&1; then
       spec_res="missed"
     else
-      failed=$(grep -aE '^\s+[0-9]+\) ' "$log" | sed -E 's/^\s+[0-9]+\) \[[^]]*\] › //; s/^\s+[0-9]+\) //' | sort -u | head -2 | tr '\n' ';' | cut -c1-120)
+      failed=$(grep -aE '^\s+[0-9]+\) ' "$log.specs" | sed -E 's/^\s+[0-9]+\) \[[^]]*\] › //; s/^\s+[0-9]+\) //' | sort -u | head -2 | tr '\n' ';' | cut -c1-120)
       spec_res="caught (${failed:-see log})"
     fi
   fi
+  if [ -f "$log.specs" ]; then cat "$log.specs" >>"$log"; rm -f "$log.specs"; fi
   if [ -n "$cargo_args" ] && [ "$specs" = 1 ]; then
     # shellcheck disable=SC2086 # the header's arguments, split as written
     if (cd "$work" && cargo test $cargo_args) >>"$log" 2>&1; then
@@ -125,6 +131,10 @@ for p in "${chosen[@]}"; do
       failed=$(grep -aE '^test .* FAILED$' "$log" | sed -E 's/^test (.*) \.\.\. FAILED$/\1/' | sort -u | head -2 | tr '\n' ';')
       cargo_res="; cargo test $cargo_args: caught (${failed:-see log})"
     fi
+  fi
+  if grep -aq "config.webServer was not able to start" "$log"; then
+    echo "planted: the gate did not start for $name (see $log): no verdict" >&2
+    exit 1
   fi
   verdict=caught
   if [[ "$soak_res" != caught* && "$spec_res" != caught* && "$cargo_res" != *caught* ]]; then verdict=SURVIVED; survivors=$((survivors + 1)); fi
