@@ -31,5 +31,6 @@ fi
 # Fails on a JS import without `catch` that nobody reviewed (a throw in it would cross the
 # wasm frames: crates/outbox-idb/src/js.rs).
 node scripts/glue-imports.mjs
-# Prints the size and fails above its budget (issue 12).
-node scripts/wasm-size.mjs
+# Prints the size and fails above its budget (issue 12); SKIP_SIZE_BUDGET=1 (scripts/planted.sh:
+# a planted bug may add a few bytes) only prints it.
+if [ "${SKIP_SIZE_BUDGET:-0}" != 1 ]; then node scripts/wasm-size.mjs; fi

@@ -94,7 +94,7 @@ for p in "${chosen[@]}"; do
   # The package from the planted library; the gate is the reference one, built from this tree.
   mkdir -p "$CARGO_TARGET_DIR/release"
   ln -sf "$root/target/release/outbox-gate" "$CARGO_TARGET_DIR/release/outbox-gate"
-  if ! (cd "$work" && SKIP_GATE=1 scripts/build.sh) >"$log" 2>&1; then
+  if ! (cd "$work" && SKIP_GATE=1 SKIP_SIZE_BUDGET=1 scripts/build.sh) >"$log" 2>&1; then
     echo "planted: $name does not build (see $log)" >&2
     exit 1
   fi
