@@ -182,10 +182,12 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
         return await route.fulfill({ status: 401, contentType: "application/json", body: '{"code":"SESSION_EXPIRED"}' });
       }
       if (r < 0.23) {
-        // The server commits, the answer comes after the lease: another tab takes over.
+        // The server commits, the answer comes after the lease: another tab takes over. Well
+        // after it: other tabs' flushes of the owner wait up to a second for this tab's turn
+        // (turnWaitMs) before one of them claims the row, and a takeover must come first.
         count("slow answer after commit");
         const res = await fetchGate();
-        await new Promise((ok) => setTimeout(ok, LEASE + 500));
+        await new Promise((ok) => setTimeout(ok, LEASE + 2_000));
         await route.fulfill({ response: res });
         return finish(attempt, res.status());
       }
