@@ -22,10 +22,15 @@ sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 echo "[build] wasm-opt -Oz --converge (npm binaryen)"
 npx wasm-opt -Oz --converge --strip-debug --strip-producers pkg/outbox_idb_bg.wasm -o pkg/outbox_idb_bg.opt.wasm
 mv pkg/outbox_idb_bg.opt.wasm pkg/outbox_idb_bg.wasm
-echo "[build] gate → target/release/outbox-gate"
-cargo build --release -p outbox-gate
+# SKIP_GATE=1 leaves the gate out (scripts/planted.sh: a bug planted in the library is run
+# against the reference gate built from the tree as it is).
+if [ "${SKIP_GATE:-0}" != 1 ]; then
+  echo "[build] gate → target/release/outbox-gate"
+  cargo build --release -p outbox-gate
+fi
 # Fails on a JS import without `catch` that nobody reviewed (a throw in it would cross the
 # wasm frames: crates/outbox-idb/src/js.rs).
 node scripts/glue-imports.mjs
-# Prints the size and fails above its budget (issue 12).
-node scripts/wasm-size.mjs
+# Prints the size and fails above its budget (issue 12); SKIP_SIZE_BUDGET=1 (scripts/planted.sh:
+# a planted bug may add a few bytes) only prints it.
+if [ "${SKIP_SIZE_BUDGET:-0}" != 1 ]; then node scripts/wasm-size.mjs; fi

@@ -3,7 +3,10 @@
 # records of two accounts while faults are injected, tabs are closed mid-send and the
 # browser is SIGKILLed mid-flush; then the queues drain and one summary line is printed
 # (duplicate effects, lost operations, stale answers that changed a row, records differing
-# from the user's last write: all asserted 0). Beside it, a peer under the same faults:
+# from the user's last write, attempts of one operation overlapping inside a lease, resends
+# after a final answer, edits applied out of the user's order, effects under another
+# account: all asserted 0; every fault class and kill kind asserted to have happened).
+# scripts/planted.sh checks that these checks can fail. Beside it, a peer under the same faults:
 # workbox-background-sync's Queue in a service worker, against the same gate with the same
 # Idempotency-Key per operation (tests/soak/workbox.soak.ts); its PEER line reports its lost
 # and duplicated operations without asserting them. Both lines are printed again at the end.
@@ -25,7 +28,7 @@ while [ $# -gt 0 ]; do
     --tabs) export SOAK_PAGES="$2"; shift 2 ;;
     --peer-ops) export SOAK_PEER_OPS="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "soak.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -47,13 +47,13 @@ interface Rec {
   pending: string;
   serverId: string | null;
   alive: boolean;
-  /** The user's last write: every field of the record (updates always write them all). */
+  /** The user's last write of every field (updates write all fields or some), and `sets`: the commands' items in the order the user made them. */
   desired: Record<string, unknown>;
 }
 
 /** One call into the library on behalf of the user. */
 interface Op {
-  kind: "create" | "update" | "delete" | "retry";
+  kind: "create" | "update" | "command" | "delete" | "retry";
   owner: string;
   rec: number;
   /** The row id this operation got of its own (null: merged into a row, or cancelled). */
@@ -87,6 +87,8 @@ export class Model {
   staleAnswers = 0;
   staleProbes = 0;
   staleChanged = 0;
+  /** Rows refused for another reason than the user's invalid weight (403 of a wrong account, 404, …). */
+  unexpectedBlocked = 0;
   unexpected: string[] = [];
 
   private noted = new Set<string>();
@@ -117,8 +119,17 @@ export class Model {
   }
 
   // ---- page reports ------------------------------------------------------------------------
-  sent(ev: { id: string; w?: number }) {
-    if (this.known.has(ev.id) || ev.w === undefined) return;
+  sent(ev: { id: string; w?: number; conflictOf?: string | null }) {
+    if (this.known.has(ev.id)) return;
+    // A row rewritten after a revision conflict (§9): the same operation under a new id.
+    if (ev.conflictOf && this.known.has(ev.conflictOf)) {
+      this.alias.set(ev.id, this.original(ev.conflictOf));
+      this.known.add(ev.id);
+      return;
+    }
+    const u = ev.w === undefined ? undefined : this.uncertain.find((x) => x.w === ev.w && x.id === null);
+    if (u) u.id = ev.id;
+    if (ev.w === undefined) return;
     const retry = this.retriesByW.get(ev.w);
     if (retry && retry.id === null) this.own(retry, ev.id);
   }
@@ -133,15 +144,105 @@ export class Model {
     this.known.add(id);
   }
 
-  // ---- the user's edits --------------------------------------------------------------------
-  private fields(entity: Entity, draw: Rng, invalid = false): Record<string, unknown> {
-    const w = ++this.w;
-    if (entity === "workout") return { weight: invalid ? -1 - (w % 7) : Math.floor(draw() * 1000), w };
-    return { title: `t${Math.floor(draw() * 1e6)}`, w };
+  /** True if the user re-saved (`retryBlocked`) or discarded this row: it was refused, on purpose gone. */
+  isReissued(id: string): boolean {
+    return this.reissued.has(id) || this.discarded.has(id);
   }
 
-  private async enqueue(page: Page, op: Record<string, unknown>) {
-    return page.evaluate((op) => (window as any).soak.enqueue(op), op) as Promise<{ row: any; before: string[]; after: string[] }>;
+  /** Conflict successors' ids → the id the user's operation got first. */
+  private alias = new Map<string, string>();
+  original(id: string): string {
+    for (let i = 0; i < 100 && this.alias.has(id); i++) id = this.alias.get(id)!;
+    return id;
+  }
+
+  /** Creates whose enqueue the browser's death interrupted: resolved after the relaunch. */
+  uncertain: Array<{ owner: string; entity: Entity; body: Record<string, unknown>; w: number; id: string | null }> = [];
+  enqueuesInterrupted = 0;
+  enqueuesInterruptedCommitted = 0;
+
+  /**
+   * A create enqueued while the browser may be killed: the page's answer may never come.
+   * Resolves to true when the enqueue returned (bookkept as usual), false when it did not.
+   */
+  async createMaybe(page: Page, draw: Rng, owner: string): Promise<boolean> {
+    const entity: Entity = draw() < 0.7 ? "workout" : "plan";
+    const body: Record<string, unknown> = { entity, ...this.fields(entity, draw) };
+    const u = { owner, entity, body, w: body.w as number, id: null as string | null };
+    this.uncertain.push(u);
+    let row: any;
+    try {
+      ({ row } = await this.enqueue(page, { owner, kind: "create", body }));
+    } catch {
+      return false;
+    }
+    this.uncertain.splice(this.uncertain.indexOf(u), 1);
+    this.addCreated(owner, entity, body, row.id, row.target);
+    return true;
+  }
+
+  /**
+   * After the relaunch, before any tab flushes again: an interrupted create was stored iff
+   * its row is in the queue (or it was already sent: a send was reported with its `w`).
+   * Atomicity: its local record exists exactly then (checked by `checkLocal`).
+   */
+  async resolveUncertain(page: Page) {
+    for (const u of this.uncertain.splice(0)) {
+      this.enqueuesInterrupted++;
+      let id = u.id;
+      let target = id ? `pending:${id}` : null;
+      if (!id) {
+        const rows: any[] = await page.evaluate((o) => (window as any).soak.outbox.rows(o), u.owner);
+        const row = rows.find((r) => r.kind === "create" && r.body?.w === u.w);
+        if (row) [id, target] = [row.id, row.target];
+      }
+      if (!id) continue; // never stored: the user saw no confirmation, nothing to send
+      this.enqueuesInterruptedCommitted++;
+      this.addCreated(u.owner, u.entity, u.body, id, target!);
+    }
+  }
+
+  private addCreated(owner: string, entity: Entity, body: Record<string, unknown>, id: string, target: string) {
+    const rec: Rec = {
+      key: this.recs.length, owner, entity, createId: id, pending: target, serverId: null, alive: true,
+      desired: { ...body },
+    };
+    this.recs.push(rec);
+    const op: Op = { kind: "create", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
+    this.own(op, id);
+    this.ops.push(op);
+  }
+
+  // ---- the user's edits --------------------------------------------------------------------
+  /** Every field of the entity (a create, a full update), or, `partial`, one of them. */
+  private fields(entity: Entity, draw: Rng, invalid = false, partial = false): Record<string, unknown> {
+    const w = ++this.w;
+    // An invalid edit carries the invalid field alone: merged into a later edit, its other
+    // fields would land with it, though the user never saw them saved.
+    if (invalid) return { weight: -1 - (w % 7), w };
+    const all: Record<string, unknown> = entity === "workout"
+      ? { weight: Math.floor(draw() * 1000), reps: Math.floor(draw() * 20) }
+      : { title: `t${Math.floor(draw() * 1e6)}`, note: `n${Math.floor(draw() * 1e6)}` };
+    if (!partial) return { ...all, w };
+    const keys = Object.keys(all);
+    const k = keys[Math.floor(draw() * keys.length)];
+    return { [k]: all[k], w };
+  }
+
+  private async enqueue(page: Page, op: Record<string, unknown>, withRevision = false) {
+    const done = await (page.evaluate(([op, r]) => (window as any).soak.enqueue(op, r), [op, withRevision] as const) as Promise<{ row: any; before: string[]; after: string[]; conflicts?: Record<string, string> }>);
+    this.learnConflicts(done.conflicts);
+    return done;
+  }
+
+  /** Conflict successors seen in a scope (id → the id they replaced), sent or not. */
+  learnConflicts(conflicts?: Record<string, string>) {
+    for (const [id, previous] of Object.entries(conflicts ?? {})) this.sent({ id, conflictOf: previous });
+  }
+
+  /** Every id the operation had: its own, then its conflict successors'. */
+  private idsOf(id: string): string[] {
+    return [id, ...[...this.alias.keys()].filter((a) => this.original(a) === id)];
   }
 
   private pick(owner: string, draw: Rng): Rec | null {
@@ -162,14 +263,7 @@ export class Model {
     const entity: Entity = draw() < 0.7 ? "workout" : "plan";
     const body: Record<string, unknown> = { entity, ...this.fields(entity, draw) };
     const { row } = await this.enqueue(page, { owner, kind: "create", body });
-    const rec: Rec = {
-      key: this.recs.length, owner, entity, createId: row.id, pending: row.target, serverId: null, alive: true,
-      desired: { ...body },
-    };
-    this.recs.push(rec);
-    const op: Op = { kind: "create", owner, rec: rec.key, id: null, w: body.w as number, result: "own" };
-    this.own(op, row.id);
-    this.ops.push(op);
+    this.addCreated(owner, entity, body, row.id, row.target);
   }
 
   /** The server id from the create's receipt, if the gate has one. */
@@ -194,16 +288,30 @@ export class Model {
     const kind = r < 0.87 ? "update" : "delete";
     const invalidDraw = draw();
     const fieldsDraw = draw();
+    // The update's shape: all fields, one field, a command (`merge: false`, appends an
+    // item to the record's `sets`), and whether it names its base revision (`If-Match`).
+    const shape = draw();
+    const revisionDraw = draw();
     await this.withLock(rec, async () => {
       // The app edits through `pending:` while the outbox holds rows of it, then through the
       // server id for good (one record, one scope at a time).
       let target = rec.serverId ?? rec.pending;
-      const invalid = kind === "update" && rec.entity === "workout" && rec.serverId !== null && invalidDraw < 0.06;
-      const body = kind === "delete" ? null : this.fields(rec.entity, () => fieldsDraw, invalid);
+      const command = kind === "update" && rec.serverId !== null && shape < 0.12;
+      const invalid = kind === "update" && !command && rec.entity === "workout" && rec.serverId !== null && invalidDraw < 0.06;
+      const withRevision = kind === "update" && !command && rec.serverId !== null && revisionDraw < 0.3;
+      let body: Record<string, unknown> | null = null;
+      if (command) {
+        const w = ++this.w;
+        body = { cmd: "append", item: { n: Math.floor(fieldsDraw * 1000), w }, w };
+      } else if (kind !== "delete") {
+        body = this.fields(rec.entity, () => fieldsDraw, invalid, shape < 0.5);
+      }
       const w = body ? (body.w as number) : ++this.w;
+      const extra = command ? { merge: false } : {};
       let done: { row: any; before: string[]; after: string[]; vanished?: boolean } | null = null;
       if (!rec.serverId) {
         done = await page.evaluate((op) => (window as any).soak.enqueueEdit(op), { owner, kind, target, body });
+        this.learnConflicts((done as any).conflicts);
         if (done!.vanished) {
           const sid = await this.lookup(rec);
           if (sid) this.adopt(rec, sid);
@@ -213,9 +321,9 @@ export class Model {
           this.vanishedIntents++;
         }
       }
-      done ??= await this.enqueue(page, { owner, kind, target, body });
+      done ??= await this.enqueue(page, { owner, kind, target, body, ...extra }, withRevision);
       const { row, before, after } = done;
-      const op: Op = { kind, owner, rec: rec.key, id: null, w, result: "own" };
+      const op: Op = { kind: command ? "command" : kind, owner, rec: rec.key, id: null, w, result: "own" };
       if (row === null) {
         op.result = "cancelled";
         for (const id of before) if (!after.includes(id)) this.cancelledIds.add(id);
@@ -226,10 +334,11 @@ export class Model {
       }
       for (const id of before) if (!after.includes(id)) this.replaced.add(id);
       const tab = await page.evaluate(() => (window as any).soak.tabId).catch(() => "?");
-      op.note = `${tab} ${kind} ${target} w=${w}${invalid ? " (invalid)" : ""} → ${row ? `${row.id} ${row.kind} successorOf=${row.successorOf ?? "-"} savedAt=${row.savedAt}` : "null"}; ` +
+      op.note = `${tab} ${op.kind} ${target} w=${w}${invalid ? " (invalid)" : ""}${withRevision ? " (If-Match)" : ""} → ${row ? `${row.id} ${row.kind} successorOf=${row.successorOf ?? "-"} savedAt=${row.savedAt}` : "null"}; ` +
         `scope before [${before.join(",")}] after [${after.join(",")}] at ${Date.now()}`;
       this.ops.push(op);
       if (kind === "delete") rec.alive = false;
+      else if (command) rec.desired = { ...rec.desired, sets: [...((rec.desired.sets as unknown[]) ?? []), (body as any).item] };
       else if (!invalid) rec.desired = { ...rec.desired, ...body };
     });
   }
@@ -247,6 +356,7 @@ export class Model {
           if (!this.noted.has(row.id)) this.staleChanged++;
           this.note(`row ${row.id} blocked by a stale answer`, row.id);
         } else if (row.blockedCode !== "INVALID") {
+          if (!this.noted.has(row.id)) this.unexpectedBlocked++;
           this.note(`row ${row.id} (${row.kind} ${row.target}) blocked with ${row.blockedCode}`, row.id);
           continue;
         }
@@ -369,8 +479,52 @@ export class Model {
   async verify(api: APIRequestContext, page: Page) {
     const details: string[] = [...this.unexpected];
     const effects = await effectsOf(api, this.owners);
+    // Per operation the user made: a conflict successor's effect is its original's.
     const count = new Map<string, number>();
-    for (const e of effects) count.set(e.opId, (count.get(e.opId) ?? 0) + e.count);
+    for (const e of effects) {
+      const id = this.original(e.opId);
+      count.set(id, (count.get(id) ?? 0) + e.count);
+    }
+    // Each effect under the account whose user made the operation: a row sent with another
+    // account's session shows here (the page's transport takes the flush's session).
+    const ownerOf = new Map<string, string>();
+    const indexOf = new Map<string, number>();
+    this.ops.forEach((op, i) => {
+      if (op.id !== null) {
+        ownerOf.set(op.id, op.owner);
+        indexOf.set(op.id, i);
+      }
+    });
+    let wrongAccount = 0;
+    for (const e of effects) {
+      const owner = ownerOf.get(this.original(e.opId));
+      if (owner !== undefined && owner !== e.actor) {
+        wrongAccount++;
+        details.push(`operation ${e.opId} of ${owner} applied as ${e.actor}`);
+      }
+    }
+    // Per record, the operations applied (in the gate's order) are in the order the user made
+    // them: a subsequence of the record's edits (merged and cancelled ones left out).
+    let outOfOrder = 0;
+    const byTarget = new Map<string, any[]>();
+    for (const e of effects) {
+      if (!byTarget.has(e.target)) byTarget.set(e.target, []);
+      byTarget.get(e.target)!.push(e);
+    }
+    for (const [target, list] of byTarget) {
+      let last = -1;
+      let lastId = "";
+      for (const e of list) {
+        const i = indexOf.get(this.original(e.opId));
+        if (i === undefined) continue;
+        if (i < last) {
+          outOfOrder++;
+          details.push(`record ${target}: ${e.opId} (edit #${i}: ${this.ops[i].kind} w=${this.ops[i].w}) applied after ${lastId} (edit #${last}: ${this.ops[last].kind} w=${this.ops[last].w})`);
+          if (!this.differingRecs.some(([t]) => t === target)) this.differingRecs.push([target, e.actor]);
+        }
+        if (i > last) [last, lastId] = [i, e.opId];
+      }
+    }
     let duplicates = 0;
     for (const [id, n] of count) {
       if (n > 1) {
@@ -396,9 +550,10 @@ export class Model {
       }
       const n = count.get(op.id) ?? 0;
       if (n > 0) continue;
-      if (this.cancelledIds.has(op.id)) cancelled++;
-      else if (this.replaced.has(op.id) || this.reissued.has(op.id)) merged++;
-      else if (!this.discarded.has(op.id)) {
+      const ids = this.idsOf(op.id);
+      if (ids.some((id) => this.cancelledIds.has(id))) cancelled++;
+      else if (ids.some((id) => this.replaced.has(id) || this.reissued.has(id))) merged++;
+      else if (!ids.some((id) => this.discarded.has(id))) {
         lost++;
         this.lostRecs.push(op.rec);
         details.push(`${op.kind} ${op.id} (w=${op.w}, record ${op.rec}) has no effect and was not merged, cancelled or discarded`);
@@ -442,10 +597,18 @@ export class Model {
     const marked: any[] = await page.evaluate(async () =>
       ((await (window as any).soak.rawRows()) as any[]).filter((r) => JSON.stringify(r).includes("STALE_PROBE")));
     this.staleChanged += marked.length;
+    // ... and in the app's records: a reconcile written for a stale answer (§6: none is).
+    for (const owner of this.owners) {
+      const { recs } = await page.evaluate((o) => (window as any).soak.local(o), owner);
+      for (const r of recs.filter((r: any) => JSON.stringify(r).includes("STALE_PROBE"))) {
+        this.staleChanged++;
+        details.push(`local record ${r.key} of ${owner} reconciled with a stale answer: ${JSON.stringify(r)}`);
+      }
+    }
 
     return {
       enqueued: this.ops.length, merged, cancelled, discarded: this.discarded.size, effects: effects.reduce((n, e) => n + e.count, 0),
-      duplicates, lost: lost + unknownEffects, staleAnswers: this.staleAnswers, staleProbes: this.staleProbes,
+      duplicates, lost: lost + unknownEffects, wrongAccount, outOfOrder, staleAnswers: this.staleAnswers, staleProbes: this.staleProbes,
       staleChanged: this.staleChanged, differing, records: this.recs.length, details,
     };
   }

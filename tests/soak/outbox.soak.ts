@@ -50,6 +50,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   let attempts = 0;
   let kills = 0;
   let killsMidRequest = 0;
+  let killsMidEnqueue = 0;
   let closesMidRequest = 0;
   let closes = 0;
   const injected: Record<string, number> = {};
@@ -57,10 +58,88 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   let armed: null | { kind: "kill" } | { kind: "close"; page: Page } = null;
   let onArmedRequest: ((r: Route) => Promise<void>) | null = null;
 
+  // ---- attempts at the server --------------------------------------------------------------
+  // Every request of the app passes here on its way to the gate and back, so the test sees
+  // each attempt of an operation open (the request arrives) and close (its answer is handed
+  // to the browser, its connection dropped, or the browser dies). Two attempts of one
+  // operation open at once are a violation when the second began while the first's claim
+  // still ran (its lease, counted from the claim the page read back, `X-Soak-Claimed-At`)
+  // or came from the same tab (§5, §8) — whatever the gate then made of them.
+  interface Attempt { op: string; tab: string; skew: number; claimedAt: number | null; start: number; end: number | null }
+  const open = new Map<string, Attempt[]>();
+  const finals = new Map<string, { at: number; tab: string; status: number }>();
+  const tabDied = new Map<string, number>();
+  const violations: string[] = [];
+  let overlapsAfterLease = 0;
+  let ledgerReplays = 0;
+  let blockedSent = 0;
+  let resentAfterFinal = 0;
+  const violation = (line: string) => {
+    if (violations.length < 50) violations.push(line);
+  };
+  function begin(req: ReturnType<Route["request"]>): Attempt | null {
+    const h = req.headers();
+    const op = h["idempotency-key"];
+    if (!op) return null;
+    const a: Attempt = {
+      op, tab: h["x-soak-tab"] ?? "?", skew: Number(h["x-soak-skew"] ?? 0),
+      claimedAt: h["x-soak-claimed-at"] ? Number(h["x-soak-claimed-at"]) : null, start: Date.now(), end: null,
+    };
+    if (h["x-soak-blocked"]) {
+      blockedSent++;
+      violation(`${op}: sent by ${a.tab} while stored blocked (${h["x-soak-blocked"]})`);
+    }
+    for (const b of open.get(op) ?? []) {
+      if (b.end !== null) continue;
+      if (b.tab === a.tab) violation(`${op}: a second attempt from ${a.tab} while its first is open`);
+      else if (b.claimedAt !== null && a.start + a.skew < b.claimedAt + LEASE) {
+        violation(`${op}: ${a.tab} sent it ${b.claimedAt + LEASE - a.start - a.skew} ms before the lease of ${b.tab}'s open attempt ended`);
+      } else overlapsAfterLease++;
+    }
+    // A final answer (a success, a refusal) handed promptly to a tab holding the claim ends
+    // the operation: it is never sent again (unless the user re-saved it, under a new id).
+    const f = finals.get(op);
+    // A tab that died soon after its answer may not have written its ACK: the row is then
+    // rightly sent again once its lease ends.
+    const diedAfter = (tabDied.get(f?.tab ?? "") ?? Infinity) - (f?.at ?? 0);
+    if (f && !model.isReissued(op) && diedAfter > 5_000) {
+      resentAfterFinal++;
+      violation(`${op}: sent again by ${a.tab} after ${f.tab} was answered ${f.status} ${a.start - f.at} ms before`);
+    }
+    if (!open.has(op)) open.set(op, []);
+    open.get(op)!.push(a);
+    return a;
+  }
+  function finish(a: Attempt | null, status?: number) {
+    if (!a || a.end !== null) return;
+    a.end = Date.now();
+    open.set(a.op, open.get(a.op)!.filter((b) => b !== a));
+    const final = status !== undefined && status >= 200 && status < 500 && ![401, 408, 409, 429].includes(status);
+    // Handed over well before the claim could have run out for any tab, with time to spare
+    // for the tab's ACK: no other tab may have taken the row over meanwhile.
+    const prompt = a.claimedAt !== null && a.end + SKEW + 1_000 < a.claimedAt - a.skew + LEASE;
+    if (final && prompt && !finals.has(a.op)) finals.set(a.op, { at: a.end, tab: a.tab, status: status! });
+  }
+  const stripped = (req: ReturnType<Route["request"]>) =>
+    Object.fromEntries(Object.entries(req.headers()).filter(([k]) => !k.startsWith("x-soak-")));
+  /** Forwards to the gate and hands its answer back. */
+  async function pass(route: Route, a: Attempt | null) {
+    const res = await route.fetch({ headers: stripped(route.request()) });
+    if (res.headers()["idempotent-replayed"] === "true") ledgerReplays++;
+    await route.fulfill({ response: res });
+    finish(a, res.status());
+  }
+
   // ---- the wire: faults drawn from the seed, injected on the client side ---------------
   async function onRecords(route: Route) {
     const req = route.request();
     attempts++;
+    const attempt = begin(req);
+    const fetchGate = async () => {
+      const res = await route.fetch({ headers: stripped(req) });
+      if (res.headers()["idempotent-replayed"] === "true") ledgerReplays++;
+      return res;
+    };
     let from: Page | null = null;
     try {
       from = req.frame().page();
@@ -74,7 +153,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
         onArmedRequest = null;
         return await act(route);
       }
-      if (!faultsOn) return await route.continue();
+      if (!faultsOn) return await pass(route, attempt);
       const r = faults();
       const count = (k: string) => (injected[k] = (injected[k] ?? 0) + 1);
       if (r < 0.05) {
@@ -83,7 +162,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
       }
       if (r < 0.10) {
         count("answer lost after commit");
-        await route.fetch();
+        await fetchGate();
         return await route.abort("connectionreset");
       }
       if (r < 0.13) {
@@ -103,17 +182,31 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
         return await route.fulfill({ status: 401, contentType: "application/json", body: '{"code":"SESSION_EXPIRED"}' });
       }
       if (r < 0.23) {
-        // The server commits, the answer comes after the lease: another tab takes over.
+        // The server commits, the answer comes after the lease: another tab takes over. Well
+        // after it: other tabs' flushes of the owner wait up to a second for this tab's turn
+        // (turnWaitMs) before one of them claims the row, and a takeover must come first.
         count("slow answer after commit");
-        const res = await route.fetch();
-        await new Promise((ok) => setTimeout(ok, LEASE + 500));
-        return await route.fulfill({ response: res });
+        const res = await fetchGate();
+        await new Promise((ok) => setTimeout(ok, LEASE + 2_000));
+        await route.fulfill({ response: res });
+        return finish(attempt, res.status());
       }
-      return await route.continue();
-    } catch {
+      return await pass(route, attempt);
+    } catch (e) {
       /* the page or the browser went away with the request: that is the point */
+      if (process.env.SOAK_DEBUG) console.error("[soak] route:", e);
+    } finally {
+      finish(attempt);
     }
   }
+
+  /** Tabs that died (closed, or the browser killed): their attempts end there. */
+  function died(tabs: string[]) {
+    const now = Date.now();
+    for (const t of tabs) tabDied.set(t, now);
+    for (const list of open.values()) for (const a of list) if (tabs.includes(a.tab)) finish(a);
+  }
+  const tabOf = new Map<Page, string>();
 
   async function report(ev: any) {
     if (ev.type === "send") model.sent(ev);
@@ -121,16 +214,17 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     else if (ev.type === "error") errors.push(`${ev.where}: ${ev.code} ${ev.message}`);
   }
 
-  async function openPage(slot: number): Promise<Page> {
+  async function openPage(slot: number, loop = true): Promise<Page> {
     const page = context.pages().find((p) => p.url() === "about:blank" && !pages.includes(p)) ?? (await context.newPage());
     const skew = Math.round((chaos() * 2 - 1) * SKEW);
     const q = new URLSearchParams({
       db, tab: `tab-${++tabSerial}`, owners: owners.join(","), skew: String(skew), lease: String(LEASE),
       seed: String((SEED + tabSerial * 7919) >>> 0),
     });
+    tabOf.set(page, `tab-${tabSerial}`);
     await page.goto(`/soak/app.html?${q}`);
     await page.waitForFunction(() => (window as any).soak?.ready === true);
-    await page.evaluate(() => (window as any).soak.startLoop());
+    if (loop) await page.evaluate(() => (window as any).soak.startLoop());
     pages[slot] = page;
     return page;
   }
@@ -141,9 +235,12 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     await context.route("**/soak/*", (route) =>
       route.fulfill({ path: join(PAGE_DIR, new URL(route.request().url()).pathname.replace("/soak/", "")) }));
     await context.route("**/api/records/**", onRecords);
-    for (let i = 0; i < PAGES; i++) await openPage(i);
+    for (let i = 0; i < PAGES; i++) await openPage(i, false);
+    // Creates the kill interrupted: stored or not, decided before any tab flushes again.
+    await model.resolveUncertain(pages[0]);
     // Whatever the kill interrupted, the records and the queue agree.
     await model.checkLocal(pages[0], `after launch ${kills}`);
+    for (const p of pages) await p.evaluate(() => (window as any).soak.startLoop());
   }
 
   // ---- chaos events: every tab paused between edits, then one event -------------------
@@ -171,16 +268,33 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   }
 
   async function browserKill(slot: number) {
-    // Something to send, then kill the browser while a request of a flush is on the wire:
-    // half before the server saw it, half after it committed.
-    for (let i = 0; i < 3; i++) await model.create(pages[slot], chaos);
-    const afterCommit = chaos() < 0.5;
-    const hit = await armAndWait({ kind: "kill" }, async (route) => {
-      if (afterCommit) await route.fetch().catch(() => {});
+    const tabs = pages.map((p) => tabOf.get(p)!);
+    if (kills % 2 === 1) {
+      // Kill the browser during enqueues: creates of both accounts begun 4 ms apart in every
+      // tab, the SIGKILL after a drawn 8–20 ms (some not begun, some inside their transaction,
+      // some committed and perhaps already on the wire).
+      const owner = (i: number) => model.owners[i % model.owners.length];
+      const started = [0, 1, 2, 3, 4, 5].map(async (i) => {
+        await new Promise((ok) => setTimeout(ok, i * 4));
+        return model.createMaybe(pages[(slot + i) % pages.length], chaos, owner(i));
+      });
+      await new Promise((ok) => setTimeout(ok, 8 + Math.floor(chaos() * 12)));
       await killBrowser(context, profile);
-    });
-    if (!hit) await killBrowser(context, profile);
-    else killsMidRequest++;
+      const returned = await Promise.all(started);
+      if (returned.includes(false)) killsMidEnqueue++;
+    } else {
+      // Something to send, then kill the browser while a request of a flush is on the wire:
+      // half before the server saw it, half after it committed.
+      for (let i = 0; i < 3; i++) await model.create(pages[slot], chaos);
+      const afterCommit = chaos() < 0.5;
+      const hit = await armAndWait({ kind: "kill" }, async (route) => {
+        if (afterCommit) await route.fetch({ headers: stripped(route.request()) }).catch(() => {});
+        await killBrowser(context, profile);
+      });
+      if (!hit) await killBrowser(context, profile);
+      else killsMidRequest++;
+    }
+    died(tabs);
     kills++;
     pages.length = 0;
     await startBrowser();
@@ -191,11 +305,12 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     const afterCommit = chaos() < 0.5;
     await model.create(page, chaos);
     const hit = await armAndWait({ kind: "close", page }, async (route) => {
-      if (afterCommit) await route.fetch().catch(() => {});
+      if (afterCommit) await route.fetch({ headers: stripped(route.request()) }).catch(() => {});
       await page.close();
     });
     if (!hit) await page.close();
     else closesMidRequest++;
+    died([tabOf.get(page)!]);
     closes++;
     await openPage(slot);
   }
@@ -245,7 +360,11 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   const faultsLine = Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(", ");
   console.log(`[soak] edits of a pending: target that met an empty scope: ${model.vanishedIntents}`);
   console.log(`[soak] faults: ${faultsLine}; tabs closed ${closes} (${closesMidRequest} with a request on the wire); ` +
-    `browser SIGKILLs ${kills} (${killsMidRequest} with a request on the wire)`);
+    `browser SIGKILLs ${kills} (${killsMidRequest} with a request on the wire, ${killsMidEnqueue} during enqueues: ` +
+    `${model.enqueuesInterrupted} creates interrupted, ${model.enqueuesInterruptedCommitted} of them stored)`);
+  console.log(`[soak] workload: ${["create", "update", "command", "delete", "retry"].map((k) => `${k} ${model.ops.filter((o) => o.kind === k).length}`).join(", ")}; ` +
+    `attempts overlapping after the lease ${overlapsAfterLease}`);
+  for (const line of violations.slice(0, 20)) console.log(`[soak] violation: ${line}`);
   for (const line of result.details.slice(0, 20)) console.log(`[soak] ${line}`);
   for (const key of model.lostRecs) {
     for (const line of await model.history(request, `#${key}`, model.recs[key].owner)) console.log(`[soak]   ${line}`);
@@ -262,12 +381,19 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   console.log(
     `SOAK seed=${SEED} ops=${OPS} tabs=${PAGES}: enqueued ${result.enqueued}; merged ${result.merged}, ` +
     `cancelled ${result.cancelled} (coalesced by the library); discarded by the user ${result.discarded}; ` +
-    `attempts ${attempts}; effects applied ${result.effects}; duplicate effects ${result.duplicates}; ` +
+    `attempts ${attempts}; resends the gate answered from its ledger ${ledgerReplays}; ` +
+    `attempts overlapping at the server ${violations.length - blockedSent - resentAfterFinal}, sent again after a final answer ${resentAfterFinal}, sent while blocked ${blockedSent}; ` +
+    `effects applied ${result.effects}; duplicate effects ${result.duplicates}; ` +
+    `applied out of the user's order ${result.outOfOrder}; under another account ${result.wrongAccount}; refused unexpectedly ${model.unexpectedBlocked}; ` +
     `lost operations ${result.lost}; stale answers ${result.staleAnswers}, that changed a row ${result.staleChanged}; ` +
     `records differing from the last write ${result.differing} of ${result.records}; ` +
     `local records: invariant broken ${model.localViolations}, differing from the server ${localDiffering}; ` +
-    `browser kills ${kills}, tabs closed ${closes}; ${secs} s`,
+    `browser kills ${kills} (${killsMidRequest} mid-request, ${killsMidEnqueue} mid-enqueue), tabs closed ${closes}; ${secs} s`,
   );
+  expect(violations, "attempts the library should not have made (overlapping, after a final answer, while blocked)").toEqual([]);
+  expect(result.outOfOrder, "operations of a record applied out of the order the user made them").toBe(0);
+  expect(result.wrongAccount, "operations applied under another account").toBe(0);
+  expect(model.unexpectedBlocked, "rows refused for another reason than the user's invalid input").toBe(0);
   expect(stuck, "rows left after the drain").toEqual([]);
   expect(result.duplicates, "duplicate effects").toBe(0);
   expect(result.lost, "lost operations").toBe(0);
@@ -277,4 +403,16 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   expect(localDiffering, "local records differing from the server after the drain").toBe(0);
   expect(result.enqueued).toBeGreaterThanOrEqual(OPS);
   expect(kills, "the browser was killed mid-flush").toBeGreaterThanOrEqual(OPS >= 1000 ? 3 : 1);
+  // The run did what it claims: every fault class, stale answers, kills mid-request and
+  // mid-enqueue, each workload shape (a run that did not is no evidence).
+  if (OPS >= 500) checkCoverage();
+  function checkCoverage() {
+    const classes = ["failed before the server", "answer lost after commit", "503 Retry-After", "5xx", "429", "401", "slow answer after commit"];
+    for (const k of classes) expect(injected[k] ?? 0, `fault class "${k}" injected`).toBeGreaterThan(0);
+    expect(result.staleAnswers, "stale answers").toBeGreaterThan(0);
+    expect(killsMidRequest, "browser kills with a request on the wire").toBeGreaterThan(0);
+    expect(killsMidEnqueue, "browser kills during enqueues").toBeGreaterThan(0);
+    expect(closesMidRequest, "tabs closed with a request on the wire").toBeGreaterThan(0);
+    for (const k of ["update", "command", "delete"]) expect(model.ops.filter((o) => o.kind === k).length, `${k}s made`).toBeGreaterThan(0);
+  }
 });

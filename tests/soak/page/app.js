@@ -53,9 +53,13 @@ function reconcile({ row, answer }) {
   return [];
 }
 
-// One session per account; a 401 makes the app log that account in again.
+// This tab's own session per account (`<account>.<tab>-<random>`), as a browser tab that
+// logged in holds it; a 401 makes the tab log that account in again. The transport takes
+// the session of the account its flush was started for, never the one a row names: a row
+// of another account handed to a flush goes out with the wrong session, and the server
+// then records the effect under the flush's account (or refuses it), where the soak sees it.
 const sessions = {};
-const login = (owner) => (sessions[owner] = `${owner}.${crypto.randomUUID().slice(0, 8)}`);
+const login = (owner) => (sessions[owner] = `${owner}.${tabId}-${crypto.randomUUID().slice(0, 8)}`);
 owners.forEach(login);
 
 // A second, read-only connection to look at a row as stored (never inside a transaction of
@@ -83,14 +87,24 @@ async function rawRows(id) {
   });
 }
 
+async function localRecord(key) {
+  const db = await rawDb();
+  return new Promise((ok, err) => {
+    const req = db.transaction("records", "readonly").objectStore("records").get(key);
+    req.onsuccess = () => ok(req.result);
+    req.onerror = () => err(req.error);
+  });
+}
+
 /**
  * The transport. When the answer arrives after another tab took the row over (the row's
  * claim is no longer this tab's), the answer is stale: §6 says it must change nothing. Half
  * of those are replaced by a marked answer (`STALE_PROBE`), so that a stale answer which
  * did change a row is visible in the store afterwards; the other half go back as they are.
  */
-async function send(op) {
+async function send(owner, op) {
   let url, method;
+  let payload = op.kind === "delete" ? undefined : JSON.stringify(op.body);
   if (op.kind === "create") {
     url = `/api/records/${op.body.entity}`;
     method = "POST";
@@ -98,14 +112,28 @@ async function send(op) {
     const [entity, id] = op.target.split(":");
     url = `/api/records/${entity}/${id}`;
     method = op.kind === "delete" ? "DELETE" : "PUT";
+    // A command (enqueued with `merge: false`): append one item to the record's `sets`.
+    if (op.kind === "update" && op.body?.cmd === "append") {
+      url += "/sets";
+      method = "POST";
+      payload = JSON.stringify(op.body.item);
+    }
   }
-  const headers = { Authorization: `Bearer ${sessions[op.owner]}`, "Idempotency-Key": op.id, "Content-Type": "application/json" };
+  const headers = { Authorization: `Bearer ${sessions[owner]}`, "Idempotency-Key": op.id, "Content-Type": "application/json" };
   if (op.revision !== null && op.revision !== undefined) headers["If-Match"] = String(op.revision);
+  // The claim this attempt goes out under, as stored: the test judges overlapping attempts
+  // by it (the X-Soak-* headers are the test's, taken off before the request leaves).
+  const stored = await rawRows(op.id).catch(() => undefined);
+  const mine = stored?.claim?.tabId === tabId;
+  headers["X-Soak-Tab"] = tabId;
+  headers["X-Soak-Skew"] = String(skew);
+  if (mine && typeof stored.sentAt === "number") headers["X-Soak-Claimed-At"] = String(stored.sentAt);
+  if (stored?.blockedCode) headers["X-Soak-Blocked"] = String(stored.blockedCode);
   // Tell the test which row went out (before it does, so a kill cannot hide it).
-  await report({ type: "send", id: op.id, w: op.body?.w });
+  await report({ type: "send", id: op.id, w: op.body?.w, conflictOf: stored?.conflict?.previousId ?? null, owner: op.owner, flushOwner: owner });
   let outcome;
   try {
-    const res = await fetch(url, { method, headers, body: op.kind === "delete" ? undefined : JSON.stringify(op.body) });
+    const res = await fetch(url, { method, headers, body: payload });
     const body = await res.json().catch(() => null);
     outcome = classifyHttp(res.status, res.headers, body, now());
   } catch {
@@ -136,7 +164,7 @@ async function findCreateReceipt({ owner, operationId }) {
 }
 
 async function flushOnce(owner) {
-  const r = await outbox.flush({ owner, send, prepareSuccessor, findCreateReceipt, reconcile });
+  const r = await outbox.flush({ owner, send: (op) => send(owner, op), prepareSuccessor, findCreateReceipt, reconcile });
   if (r.held > 0) {
     // A 401: log this account in again, then resume its held rows (§6, §11).
     login(owner);
@@ -164,13 +192,29 @@ window.soak = {
   outbox, owners, tabId, now, flushOnce, rawRows, login,
   startLoop() { if (!looping) window.__loop = loop(); },
   async stopLoop() { looping = false; await window.__loop; },
-  /** The scope's rows before and after one enqueue (what the enqueue replaced). */
-  async enqueue(op) {
+  /**
+   * The scope's rows before and after one enqueue (what the enqueue replaced). `withRevision`
+   * sends the update with the local record's revision as its base (`If-Match`); a command
+   * (`body.cmd`) appends its item to the local record's `sets` too. The model locks the
+   * record while it edits it, so reading the local record first is the app's own read.
+   */
+  async enqueue(op, withRevision = false) {
     const scope = async () => (await outbox.rows(op.owner)).filter((r) => r.target === op.target).map((r) => r.id);
     const before = op.target ? await scope() : [];
-    const row = await outbox.enqueue(op, { writes: writesOf(op) });
+    let writes = writesOf(op);
+    if (op.target && (withRevision || op.body?.cmd)) {
+      const local = await localRecord(op.target);
+      if (withRevision && typeof local?.revision === "number") op = { ...op, revision: local.revision };
+      if (op.body?.cmd === "append") writes = [{ store: "records", patch: op.target, set: { sets: [...(local?.sets ?? []), op.body.item] } }];
+    }
+    // Conflict successors among the rows this enqueue may replace: one may be merged away
+    // before it was ever sent, and the soak follows the operation by its new id.
+    const conflicts = op.target
+      ? Object.fromEntries((await outbox.rows(op.owner)).filter((r) => r.target === op.target && r.conflict?.previousId).map((r) => [r.id, r.conflict.previousId]))
+      : {};
+    const row = await outbox.enqueue(op, { writes });
     const after = op.target ? await scope() : [];
-    return { row, before, after };
+    return { row, before, after, conflicts };
   },
   /** The user's re-save of a blocked row: its new body, and the record, in one transaction. */
   async retryBlocked(owner, id, body) {
