@@ -2,38 +2,15 @@
 // own buttons work — a record is created, "Expire session" holds the rows, "Log in again"
 // sends them — while /api/effects, every actor's operation ids, is not served.
 import { test, expect } from "@playwright/test";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { uid } from "./helpers";
-
-async function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => ok(port));
-    });
-  });
-}
+import { freePort, startGate, uid } from "./helpers";
 
 /** The gate with scripts/demo.sh's flags, on a file ledger of its own. */
-async function demoGate(dbFile: string, port: number): Promise<ChildProcess> {
-  const gate = spawn("target/release/outbox-gate", ["--addr", `127.0.0.1:${port}`, "--db", dbFile, "--www", "www", "--pkg", "pkg"], {
-    stdio: "ignore",
-  });
-  for (let i = 0; i < 100; i++) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/`);
-      return gate;
-    } catch {
-      await new Promise((ok) => setTimeout(ok, 50));
-    }
-  }
-  throw new Error("the demo's gate did not start");
-}
+const demoGate = (dbFile: string, port: number): Promise<ChildProcess> =>
+  startGate(port, ["--db", dbFile, "--www", "www", "--pkg", "pkg"]);
 
 test("the demo without --test-endpoints: its buttons work, /api/effects is not served", async ({ page }) => {
   const dir = mkdtempSync(join(tmpdir(), "gate-demo-"));

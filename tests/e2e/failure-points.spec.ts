@@ -2,14 +2,13 @@
 // app (and through it the package) in Chromium against the gate over real HTTP, and asserts
 // the queue in IndexedDB and the effects the gate applied.
 import { test, expect, type Route } from "@playwright/test";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   T0, LEASE, uid, openTab, rows, enqueue, flush, startFlush, flushResult, setClock, effects, timesApplied,
-  holdRecords, waitHeld, serverRecord, putRaw,
+  holdRecords, waitHeld, serverRecord, putRaw, freePort, startGate,
 } from "./helpers";
 
 let user: string;
@@ -53,32 +52,9 @@ test("server committed, answer lost: replayed on the resend, one effect", async 
   expect(await rows(a)).toEqual([]);
 });
 
-/** A free loopback port. */
-async function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => ok(port));
-    });
-  });
-}
-
 /** A gate of this test's own, on a file ledger, that the test can crash (SIGKILL) and restart. */
-async function ownGate(dbFile: string, port: number): Promise<ChildProcess> {
-  const gate = spawn("target/release/outbox-gate", [
-    "--addr", `127.0.0.1:${port}`, "--db", dbFile, "--test-endpoints", "--work-delay-ms", "1500", "--processing-lease-ms", "2000",
-  ], { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/api/effects`);
-      return gate;
-    } catch {
-      await new Promise((ok) => setTimeout(ok, 50));
-    }
-  }
-  throw new Error("the test's gate did not start");
-}
+const ownGate = (dbFile: string, port: number): Promise<ChildProcess> =>
+  startGate(port, ["--db", dbFile, "--test-endpoints", "--work-delay-ms", "1500", "--processing-lease-ms", "2000"], "/api/effects");
 
 test("server crashed while holding the reservation: recovered after its lease, one effect", async ({ context }) => {
   const dir = mkdtempSync(join(tmpdir(), "gate-crash-"));

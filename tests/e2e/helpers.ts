@@ -1,5 +1,7 @@
 // Helpers for driving the demo app (and through it the package) from Playwright.
 import { expect, type APIRequestContext, type BrowserContext, type Page, type Route } from "@playwright/test";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
 
 export const T0 = 1_700_000_000_000;
 export const LEASE = 10_000;
@@ -95,4 +97,30 @@ export async function putRaw(page: Page, db: string, values: object[]) {
       r.onerror = () => err(r.error);
     });
   }, { db, values });
+}
+
+/** A free loopback port. */
+export async function freePort(): Promise<number> {
+  return new Promise((ok) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** Starts the gate binary with `args` on `port` and waits until `path` answers (5 s at most). */
+export async function startGate(port: number, args: string[], path = "/"): Promise<ChildProcess> {
+  const gate = spawn("target/release/outbox-gate", ["--addr", `127.0.0.1:${port}`, ...args], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}${path}`);
+      return gate;
+    } catch {
+      await new Promise((ok) => setTimeout(ok, 50));
+    }
+  }
+  gate.kill("SIGKILL");
+  throw new Error(`the gate on port ${port} did not start`);
 }
