@@ -280,6 +280,19 @@ mod tests {
     }
 
     #[test]
+    fn s6_auth_answers_are_counted_per_owner_each_one() {
+        // A flush started after the first 401 of an owner is stopped by the second (§6),
+        // and another owner's 401 stops none of them (found by cargo-mutants).
+        let mut out = Outstanding::new();
+        assert_eq!(out.auth_answers("alice"), 0);
+        out.note_auth_answer("alice");
+        out.note_auth_answer("bob");
+        out.note_auth_answer("alice");
+        let counts = ["alice", "bob", "carol"].map(|o| out.auth_answers(o));
+        assert_eq!(counts, [2, 1, 0]);
+    }
+
+    #[test]
     fn s8_the_apps_own_claim_holds_its_record_until_the_app_answers_that_ticket() {
         let mut out = Outstanding::new();
         let hold = out.hold_app_claim("alice", "doc:1", "r", 3).expect("free");
