@@ -49,7 +49,8 @@ function reconcile({ row, answer }) {
   if (answer.type === "success" && row.kind === "update") {
     return [{ store: "records", patch: row.target, set: { revision: answer.receipt?.revision ?? null, error: null } }];
   }
-  if (answer.type === "blocked") return [{ store: "records", patch: row.target, set: { error: answer.code } }];
+  // A marked stale answer (see send) also leaves a mark no later answer clears.
+  if (answer.type === "blocked") return [{ store: "records", patch: row.target, set: { error: answer.code, ...(answer.code === "STALE_PROBE" ? { staleProbe: row.id } : {}) } }];
   return [];
 }
 
@@ -128,6 +129,11 @@ async function send(owner, op) {
   headers["X-Soak-Tab"] = tabId;
   headers["X-Soak-Skew"] = String(skew);
   if (mine && typeof stored.sentAt === "number") headers["X-Soak-Claimed-At"] = String(stored.sentAt);
+  // The claim as stored, for the test to judge (§5): its fence (every claim adds 1, so no
+  // two attempts of an operation carry one fence) and how much of its lease is left on this
+  // tab's clock (a claim's lease ends `leaseMs` after it was made, on the tab's own clock).
+  if (mine && typeof stored.claim.fence === "number") headers["X-Soak-Fence"] = String(stored.claim.fence);
+  if (mine && typeof stored.claim.expiresAt === "number") headers["X-Soak-Lease-Left"] = String(stored.claim.expiresAt - now());
   if (stored?.blockedCode) headers["X-Soak-Blocked"] = String(stored.blockedCode);
   // Tell the test which row went out (before it does, so a kill cannot hide it).
   await report({ type: "send", id: op.id, w: op.body?.w, conflictOf: stored?.conflict?.previousId ?? null, owner: op.owner, flushOwner: owner });
