@@ -17,5 +17,5 @@ case "${1:-}" in
   "") export BENCH_QUICK=0 ;;
   *) echo "usage: scripts/bench.sh [--quick]" >&2; exit 2 ;;
 esac
-[ -f pkg/outbox_idb_bg.wasm ] && [ -x target/release/outbox-gate ] || scripts/build.sh
+[ -f pkg/outbox_idb_bg.wasm ] && [ -x target/release/outbox-gate ] || scripts/build.sh --gate
 npx playwright test -c playwright.bench.config.ts

@@ -3,7 +3,7 @@
 # serves the app, the package and the gate's API on http://127.0.0.1:${PORT:-8787}/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+scripts/build.sh --gate
 PORT="${PORT:-8787}"
 DB="${DB:-target/demo-ledger.sqlite}"
 echo

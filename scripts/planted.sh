@@ -71,7 +71,7 @@ case "$mode" in
     done ;;
 esac
 
-[ -x target/release/outbox-gate ] || { echo "planted.sh: build the gate first (scripts/build.sh)" >&2; exit 2; }
+[ -x target/release/outbox-gate ] || { echo "planted.sh: build the gate first (scripts/build.sh --gate)" >&2; exit 2; }
 work="/tmp/tab-outbox-planted-$(printf %s "$root" | sha256sum | cut -c1-8)"
 # One target folder for every copy (the copy is always at the same path): each patch
 # rebuilds only the workspace's crates.
@@ -98,7 +98,7 @@ for p in "${chosen[@]}"; do
   # The package from the planted library; the gate is the reference one, built from this tree.
   mkdir -p "$CARGO_TARGET_DIR/release"
   ln -sf "$root/target/release/outbox-gate" "$CARGO_TARGET_DIR/release/outbox-gate"
-  if ! (cd "$work" && SKIP_GATE=1 SKIP_SIZE_BUDGET=1 scripts/build.sh) >"$log" 2>&1; then
+  if ! (cd "$work" && SKIP_SIZE_BUDGET=1 scripts/build.sh) >"$log" 2>&1; then
     echo "planted: $name does not build (see $log)" >&2
     exit 1
   fi

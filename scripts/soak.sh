@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 # One seed for the run, drawn here when not given, so every process of the run uses it.
 export SOAK_SEED="${SOAK_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
-if [ "$build" = 1 ]; then scripts/build.sh; fi
+if [ "$build" = 1 ]; then scripts/build.sh --gate; fi
 # The summary: the SOAK and PEER lines together, whatever else the run printed.
 mkdir -p test-results
 log=test-results/soak.log

@@ -43,7 +43,7 @@ scripts/setup.sh engines
 tests/engines/binding.sh firefox webkit
 
 step "8/19 build: npm package (pkg/) and gate binary"
-scripts/build.sh
+scripts/build.sh --gate
 
 step "9/19 package types: an app written against pkg/outbox_idb.d.ts type-checks (tsc --strict)"
 npx tsc -p tests/types/tsconfig.json

@@ -2,12 +2,12 @@
 # Two windows of one origin in Firefox ESR and WebKitGTK, driven through WebDriver against
 # the gate serving the demo app (tests/engines/windows.test.mjs). Usage:
 # tests/engines/windows.sh [firefox] [webkit] (both when no argument). Needs
-# `scripts/setup.sh engines` and a build (scripts/build.sh: pkg/ and the gate binary).
+# `scripts/setup.sh engines` and a build (scripts/build.sh --gate: pkg/ and the gate binary).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/engines/lib.sh
 engines=("$@"); [ ${#engines[@]} -eq 0 ] && engines=(firefox webkit)
-[ -x target/release/outbox-gate ] && [ -f pkg/outbox_idb.js ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
+[ -x target/release/outbox-gate ] && [ -f pkg/outbox_idb.js ] || { echo "build first: scripts/build.sh --gate" >&2; exit 1; }
 
 # Every process started here runs in a process group of its own, stopped on exit.
 pgids=()
