@@ -65,7 +65,7 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
   // operation open at once are a violation when the second began while the first's claim
   // still ran (its lease, counted from the claim the page read back, `X-Soak-Claimed-At`)
   // or came from the same tab (§5, §8) — whatever the gate then made of them.
-  interface Attempt { op: string; tab: string; skew: number; claimedAt: number | null; start: number; end: number | null }
+  interface Attempt { op: string; tab: string; skew: number; claimedAt: number | null; start: number; end: number | null; tookOver?: boolean }
   const open = new Map<string, Attempt[]>();
   const finals = new Map<string, { at: number; tab: string; status: number }>();
   const tabDied = new Map<string, number>();
@@ -115,7 +115,10 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
     }
     // Another tab took over a row whose slow answer is held: the answer may go now, stale.
     const held = takeoverWaiters.get(op);
-    if (held && held.tab !== a.tab) held.go();
+    if (held && held.tab !== a.tab) {
+      held.go();
+      a.tookOver = true;
+    }
     for (const b of open.get(op) ?? []) {
       if (b.end !== null) continue;
       if (b.tab === a.tab) violation(`${op}: a second attempt from ${a.tab} while its first is open`);
@@ -167,6 +170,10 @@ test(`soak: ${OPS} operations, ${PAGES} tabs`, async ({ request, baseURL }) => {
       if (res.headers()["idempotent-replayed"] === "true") ledgerReplays++;
       return res;
     };
+    // A takeover whose row's slow answer was just let go waits a second, so that the stale
+    // answer reaches its tab while the row still exists under the new claim (§6: it must
+    // change neither the row nor the records) rather than after the takeover's ACK.
+    if (attempt?.tookOver) await new Promise((ok) => setTimeout(ok, 1_000));
     let from: Page | null = null;
     try {
       from = req.frame().page();
