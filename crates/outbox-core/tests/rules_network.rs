@@ -45,7 +45,11 @@ fn s10_a_row_deferred_by_the_network_before_it_came_back_is_due_at_once() {
     for code in NETWORK_CODES {
         let row = deferred("r", Some(code), Some(NOW.0 - 5_000));
         assert!(picked(std::slice::from_ref(&row), None).is_empty(), "{code}: without onlineSince the backoff holds");
-        assert_eq!(picked(std::slice::from_ref(&row), Some(BACK)), ["r"], "{code}: deferred before the network came back");
+        assert_eq!(
+            picked(std::slice::from_ref(&row), Some(BACK)),
+            ["r"],
+            "{code}: deferred before the network came back"
+        );
         let r = decode(&row).unwrap();
         assert_eq!(waits_until(&r, NOW, Some(BACK)), None);
         assert_eq!(waits_until(&r, NOW, None), Some(Millis(NOW.0 + 60_000)));
