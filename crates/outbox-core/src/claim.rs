@@ -43,7 +43,8 @@ pub struct ClaimPlan {
 
 /// Plans the claim of `raw` (as read) for `owner` by `tab`. `predecessor` is the row its
 /// `successorOf` names, as read (`None` when absent); it joins the compared scopes so the
-/// claim commits only if the predecessor is still as seen.
+/// claim commits only if the predecessor is still as seen. `online_since`: when the network
+/// last came back, as the flush was told (§10; `None` for the app's own claim).
 ///
 /// # Errors
 /// [`ClaimSkip`] when the row must not be claimed now.
@@ -53,6 +54,7 @@ pub fn plan_claim(
     predecessor: Option<&Value>,
     tab: &Tab,
     now: Millis,
+    online_since: Option<Millis>,
 ) -> Result<ClaimPlan, ClaimSkip> {
     let raw = raw.ok_or(ClaimSkip::Missing)?;
     let mut row = decode(raw).map_err(ClaimSkip::Undecodable)?;
@@ -67,7 +69,7 @@ pub fn plan_claim(
         let p = pred_stored.as_ref().filter(|p| stored_id(p) == Some(id))?;
         predecessor_holds(owner, p)
     };
-    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, pred_holds).map_err(ClaimSkip::NotSendable)?;
+    check_sendable(&row, &tab.tab_id, now, tab.lease_ms, online_since, pred_holds).map_err(ClaimSkip::NotSendable)?;
 
     let mut scopes = vec![Scope::Id(row.id.clone())];
     let mut expected = vec![raw.clone()];

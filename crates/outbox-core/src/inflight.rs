@@ -52,22 +52,35 @@ pub fn may_be_on_the_wire(row: &Row, now: Millis, lease_ms: i64) -> bool {
     judged(row, now, lease_ms, None).is_in_flight()
 }
 
+/// When the claim that keeps `row` in flight at `now`, as [`in_flight`] judges it, ends:
+/// the claim's `expiresAt`, or an older writer's `sentAt` + `lease_ms` (§5). `None` when
+/// the row is not in flight.
+#[must_use]
+pub fn in_flight_until(row: &Row, now: Millis, lease_ms: i64) -> Option<Millis> {
+    lease_end(row, now, lease_ms, Some(MAX_LEASE_MS)).map(|(_, end)| end)
+}
+
 /// §5 with lease ends believed up to `bound` ms past `now` (`None`: all of them).
 fn judged(row: &Row, now: Millis, lease_ms: i64, bound: Option<i64>) -> InFlight {
+    lease_end(row, now, lease_ms, bound).map_or(InFlight::No, |(who, _)| who)
+}
+
+/// [`judged`], with the instant the lease that keeps the row in flight ends.
+fn lease_end(row: &Row, now: Millis, lease_ms: i64, bound: Option<i64>) -> Option<(InFlight, Millis)> {
     let believable = |at: Millis| bound.is_none_or(|b| at.since(now) <= b);
     if let (Some(_), Some(claim)) = (&row.writer, &row.claim) {
         if claim.expires_at > now && believable(claim.expires_at) {
-            return InFlight::ByTab(claim.tab_id.clone());
+            return Some((InFlight::ByTab(claim.tab_id.clone()), claim.expires_at));
         }
     }
     if row.state == RowState::Sending {
         if let Some(sent) = row.sent_at.filter(|s| believable(*s)) {
             if now.since(sent) < lease_ms {
-                return InFlight::ByOlderWriter;
+                return Some((InFlight::ByOlderWriter, sent.plus(lease_ms)));
             }
         }
     }
-    InFlight::No
+    None
 }
 
 /// `isRowInFlight(row, now, lease)`.

@@ -1,6 +1,32 @@
-//! Exponential backoff with full jitter (SPEC §10). The random draw is an argument.
+//! Exponential backoff with full jitter (SPEC §10), and when a deferred row is due again
+//! (§8 rule 1, §10 the network's return). The random draw and the instants are arguments.
 
+use crate::row::{Row, RowState};
 use crate::time::Millis;
+
+/// The `lastErrorCode`s of a failure of the network rather than of the server (§10): no
+/// connection (`classifyHttp(0)`, a fetch that threw), or a request given up on (`TIMEOUT`).
+pub const NETWORK_CODES: [&str; 2] = ["NETWORK", "TIMEOUT"];
+
+/// The one rule for "due" (§8 rule 1, §10), used by selection and by the claim alike:
+/// `None` when `row`'s backoff lets it go at `now`, else the `nextAttemptAt` it waits for.
+/// A row deferred by a network failure before `online_since` (the instant the network last
+/// came back) is due at once, whatever its `nextAttemptAt`.
+#[must_use]
+pub fn waits_until(row: &Row, now: Millis, online_since: Option<Millis>) -> Option<Millis> {
+    let at = row.next_attempt_at.filter(|at| *at > now)?;
+    (!network_returned(row, online_since)).then_some(at)
+}
+
+/// §10: `row` is queued, its last attempt failed for the network, and it was deferred
+/// before the network came back at `online_since`.
+fn network_returned(row: &Row, online_since: Option<Millis>) -> bool {
+    let Some(since) = online_since else { return false };
+    let code = row.evidence.as_ref().and_then(|e| e.last_error_code.as_deref());
+    row.state == RowState::Queued
+        && row.deferred_at.is_some_and(|d| d < since)
+        && code.is_some_and(|c| NETWORK_CODES.contains(&c))
+}
 
 /// Backoff options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 
 use crate::accounts::owns;
 use crate::codec::Stored;
-use crate::inflight::in_flight;
+use crate::inflight::{in_flight, in_flight_until};
+use crate::retry::waits_until;
 use crate::row::{send_order, Row, RowState};
 use crate::time::Millis;
 use std::collections::HashMap;
@@ -12,7 +13,8 @@ use std::collections::HashMap;
 pub enum Unsendable {
     /// `blocked` or `held`.
     Parked,
-    /// `nextAttemptAt` is later than now.
+    /// `nextAttemptAt` is later than now, and the network's return does not make it due
+    /// ([`waits_until`]).
     NotYet(Millis),
     /// In flight by another tab, or by an older writer.
     InFlightElsewhere,
@@ -24,21 +26,21 @@ pub enum Unsendable {
 }
 
 /// Checks one row against §8 rules 1–4. `holds` answers whether a row id is stored and,
-/// if so, whether that row holds its successors ([`holds_successors`]).
+/// if so, whether that row holds its successors ([`holds_successors`]). `online_since`: when
+/// the network last came back (§10), if the caller knows.
 pub fn check_sendable(
     row: &Row,
     tab_id: &str,
     now: Millis,
     lease_ms: i64,
+    online_since: Option<Millis>,
     holds: impl Fn(&str) -> Option<bool>,
 ) -> Result<(), Unsendable> {
     if matches!(row.state, RowState::Blocked | RowState::Held) {
         return Err(Unsendable::Parked);
     }
-    if let Some(at) = row.next_attempt_at {
-        if at > now {
-            return Err(Unsendable::NotYet(at));
-        }
+    if let Some(at) = waits_until(row, now, online_since) {
+        return Err(Unsendable::NotYet(at));
     }
     if in_flight(row, now, lease_ms).by_other_than(tab_id) {
         return Err(Unsendable::InFlightElsewhere);
@@ -57,21 +59,58 @@ pub fn check_sendable(
     Ok(())
 }
 
-/// The sendable rows of `stored`, in `(savedAt, id)` order. A predecessor is judged by
-/// [`predecessor_holds`], as the claim judges it.
+/// The sendable rows of `stored`, in `(savedAt, id)` order ([`select`]).
 #[must_use]
-pub fn select_sendable<'a>(stored: &'a [Stored], tab_id: &str, now: Millis, lease_ms: i64) -> Vec<&'a Row> {
+pub fn select_sendable<'a>(
+    stored: &'a [Stored],
+    tab_id: &str,
+    now: Millis,
+    lease_ms: i64,
+    online_since: Option<Millis>,
+) -> Vec<&'a Row> {
+    select(stored, tab_id, now, lease_ms, online_since).sendable
+}
+
+/// What [`select`] finds among one owner's rows at `now`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Selection<'a> {
+    /// The rows sendable now, in `(savedAt, id)` order.
+    pub sendable: Vec<&'a Row>,
+    /// The earliest instant after `now` at which a row not sendable now may become
+    /// sendable (§8 "when to flush next"): a row's `nextAttemptAt`, the end of another
+    /// tab's lease. Rows that wait for something other than time (parked, intents,
+    /// successors held back) do not count.
+    pub next_due_at: Option<Millis>,
+}
+
+/// Sorts `stored` (one owner's rows) by §8: what is sendable now, and when to look again.
+/// A predecessor is judged by [`predecessor_holds`], as the claim judges it.
+#[must_use]
+pub fn select<'a>(
+    stored: &'a [Stored],
+    tab_id: &str,
+    now: Millis,
+    lease_ms: i64,
+    online_since: Option<Millis>,
+) -> Selection<'a> {
     let index = stored_index(stored);
-    let mut out: Vec<&Row> = stored
-        .iter()
-        .filter_map(Stored::row)
-        .filter(|r| {
-            let holds = |id: &str| index.get(id).and_then(|p| predecessor_holds(&r.owner, p));
-            check_sendable(r, tab_id, now, lease_ms, holds).is_ok()
-        })
-        .collect();
-    sort_rows(&mut out);
-    out
+    let mut sendable = Vec::new();
+    let mut next_due_at = None;
+    for r in stored.iter().filter_map(Stored::row) {
+        let holds = |id: &str| index.get(id).and_then(|p| predecessor_holds(&r.owner, p));
+        let due = match check_sendable(r, tab_id, now, lease_ms, online_since, holds) {
+            Ok(()) => {
+                sendable.push(r);
+                None
+            }
+            Err(Unsendable::NotYet(at)) => Some(at),
+            Err(Unsendable::InFlightElsewhere) => in_flight_until(r, now, lease_ms),
+            Err(_) => None,
+        };
+        next_due_at = due.into_iter().chain(next_due_at).min();
+    }
+    sort_rows(&mut sendable);
+    Selection { sendable, next_due_at }
 }
 
 /// Whether a stored predecessor holds its successors back (§8 rule 3): every row does

@@ -484,7 +484,7 @@ fn run_with(acts: Vec<Act>, portless: bool) -> Result<(), TestCaseError> {
     // quarantined row, directly or along a chain of rows that wait too (§7: the intents
     // behind a `noMerge` intent of a blocked create wait for the app's decision on it).
     let stored: Vec<Stored> = w.store.all().map(Stored::from_value).collect();
-    let sendable = select_sendable(&stored, "tab-0", w.tabs[0].now, LEASE);
+    let sendable = select_sendable(&stored, "tab-0", w.tabs[0].now, LEASE, None);
     prop_assert!(sendable.is_empty(), "rows left sendable: {:?}", sendable.iter().map(|r| &r.id).collect::<Vec<_>>());
     let blocked: HashSet<String> =
         stored.iter().filter_map(Stored::row).filter(|r| r.state == RowState::Blocked).map(|r| r.id.clone()).collect();

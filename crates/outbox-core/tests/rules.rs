@@ -269,7 +269,7 @@ fn s8_select_sendable_order_and_rules() {
         ),
         r("intent", 0, json!({"target": "pending:zz", "successorOf": "zz"})),
     ];
-    let ids: Vec<&str> = select_sendable(&stored, "me", now, LEASE).iter().map(|r| r.id.as_str()).collect();
+    let ids: Vec<&str> = select_sendable(&stored, "me", now, LEASE, None).iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, vec!["afterblk", "first", "a", "b"]);
 }
 

@@ -57,9 +57,9 @@ fn ack(rows: &[Value], id: &str, outcome: Outcome) -> AckDecision {
 fn s11_claim_refuses_another_owners_row_and_plans_nothing() {
     let bob = row("bob-1", "bob", "doc:1", json!({}));
     let tab = Tab::new("tab-a").with_lease(LEASE);
-    assert_eq!(plan_claim("alice", Some(&bob), None, &tab, NOW).unwrap_err(), ClaimSkip::OtherOwner);
+    assert_eq!(plan_claim("alice", Some(&bob), None, &tab, NOW, None).unwrap_err(), ClaimSkip::OtherOwner);
     // The same row for its own owner is claimable: the refusal is the owner filter alone.
-    assert!(plan_claim("bob", Some(&bob), None, &tab, NOW).is_ok());
+    assert!(plan_claim("bob", Some(&bob), None, &tab, NOW, None).is_ok());
 }
 
 #[test]
@@ -267,8 +267,8 @@ fn s8_s11_selection_and_claim_agree_on_an_undecodable_predecessor_of_another_own
         let pred = json!({"id": "p", "owner": owner, "target": "doc:1", "kind": "upsert", "body": {},
                           "savedAt": 5, "state": "queued"});
         let stored: Vec<Stored> = [&succ, &pred].into_iter().map(Stored::from_value).collect();
-        let selected = !select_sendable(&stored, "tab-a", NOW, LEASE).is_empty();
-        let claimed = plan_claim("alice", Some(&succ), Some(&pred), &tab, NOW).is_ok();
+        let selected = !select_sendable(&stored, "tab-a", NOW, LEASE, None).is_empty();
+        let claimed = plan_claim("alice", Some(&succ), Some(&pred), &tab, NOW, None).is_ok();
         assert_eq!((selected, claimed), (!holds, !holds), "predecessor owned by {owner}");
     }
 }

@@ -53,7 +53,7 @@ fn s6_an_answer_applies_only_with_the_same_tab_and_the_same_fence() {
 fn s5_a_claim_waits_for_its_predecessor_as_read_unless_it_is_blocked() {
     let tab = Tab::new("tab-a");
     let succ = row("s", json!({"successorOf": "p", "savedAt": 2}));
-    let claim = |pred: Option<&Value>| plan_claim("alice", Some(&succ), pred, &tab, NOW);
+    let claim = |pred: Option<&Value>| plan_claim("alice", Some(&succ), pred, &tab, NOW, None);
     let waits = Err(ClaimSkip::NotSendable(Unsendable::WaitsFor("p".into())));
     assert_eq!(claim(Some(&row("p", json!({})))).map(|c| c.ticket), waits.clone(), "predecessor queued");
     assert_eq!(claim(Some(&row("p", json!({"state": "held"})))).map(|c| c.ticket), waits.clone());
@@ -78,7 +78,7 @@ fn s8_a_claim_waits_for_a_blocked_predecessor_when_either_is_a_command() {
     let blocked_command = row("p", json!({"state": "blocked", "noMerge": true}));
     let succ = row("s", json!({"successorOf": "p", "savedAt": 2}));
     let command = row("s", json!({"successorOf": "p", "savedAt": 2, "noMerge": true}));
-    let claim = |s: &Value, p: &Value| plan_claim("alice", Some(s), Some(p), &tab, NOW).map(|c| c.ticket);
+    let claim = |s: &Value, p: &Value| plan_claim("alice", Some(s), Some(p), &tab, NOW, None).map(|c| c.ticket);
     assert_eq!(claim(&succ, &blocked_command), waits.clone(), "behind a failed command");
     assert_eq!(claim(&command, &blocked), waits.clone(), "a command behind a failed row");
     assert_eq!(claim(&command, &blocked_command), waits);
@@ -89,7 +89,7 @@ fn s8_a_claim_waits_for_a_blocked_predecessor_when_either_is_a_command() {
 fn s5_a_claim_writes_writer_and_keeps_its_unknown_fields() {
     let raw = row("r", json!({"writer": {"bundle": "old@1", "at": 5, "host": "x"}}));
     let tab = Tab::new("tab-a");
-    let cp = plan_claim("alice", Some(&raw), None, &tab, NOW).unwrap();
+    let cp = plan_claim("alice", Some(&raw), None, &tab, NOW, None).unwrap();
     let put = &cp.plan.puts[0];
     assert_eq!(put["writer"], json!({"bundle": BUNDLE, "at": NOW.0, "host": "x"}));
     assert_eq!(put["claim"], json!({"tabId": "tab-a", "expiresAt": NOW.0 + tab.lease_ms, "fence": 1}));

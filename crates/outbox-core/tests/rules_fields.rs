@@ -196,7 +196,7 @@ fn s7_a_retried_blocked_row_is_sendable_at_once_whatever_its_old_next_attempt_at
     let raw = blocked_create(json!({"nextAttemptAt": NOW.0 + 3_600_000}));
     let plan = plan_retry_blocked("alice", "c", None, std::slice::from_ref(&raw), "c2").unwrap();
     let stored: Vec<Stored> = plan.puts.iter().map(Stored::from_value).collect();
-    let ids: Vec<&str> = select_sendable(&stored, "tab-a", NOW, 10_000).iter().map(|r| r.id.as_str()).collect();
+    let ids: Vec<&str> = select_sendable(&stored, "tab-a", NOW, 10_000, None).iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, vec!["c2"]);
 }
 

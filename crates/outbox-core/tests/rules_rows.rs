@@ -95,8 +95,8 @@ fn s8_a_row_is_sendable_again_at_its_next_attempt_instant() {
         Stored::from_value(&json!({"id": "r", "owner": "o", "target": "t", "kind": "update", "body": {},
                                    "savedAt": 1, "state": "queued", "nextAttemptAt": next}))
     };
-    assert_eq!(select_sendable(&[row(NOW.0)], "tab", NOW, 10_000).len(), 1, "not before: at it, it goes");
-    assert!(select_sendable(&[row(NOW.0 + 1)], "tab", NOW, 10_000).is_empty());
+    assert_eq!(select_sendable(&[row(NOW.0)], "tab", NOW, 10_000, None).len(), 1, "not before: at it, it goes");
+    assert!(select_sendable(&[row(NOW.0 + 1)], "tab", NOW, 10_000, None).is_empty());
 }
 
 #[test]

@@ -219,7 +219,7 @@ fn s3_integers_stored_as_floats_read_as_the_same_integers() {
     assert_eq!((claim.fence, claim.expires_at), (2, Millis(5_000)));
     let ev = row.evidence.as_ref().unwrap();
     assert_eq!((ev.attempt_count, ev.last_attempt_at), (3, Some(Millis(4_000))));
-    let cp = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW).unwrap();
+    let cp = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW, None).unwrap();
     assert_eq!(cp.ticket.fence, 3, "the fence only grows");
     assert_eq!(cp.plan.puts[0]["claim"]["fence"], 3);
     assert_eq!(cp.plan.puts[0]["evidence"]["attemptCount"], 4);
@@ -245,7 +245,7 @@ fn s5_a_fence_or_attempt_count_that_cannot_be_read_makes_the_row_undecodable() {
         let mut raw = claimed_row();
         raw["claim"] = claim.clone();
         assert_eq!(decode(&raw), Err(DecodeError::WrongType(field)), "{claim}");
-        let skip = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW).unwrap_err();
+        let skip = plan_claim("alice", Some(&raw), None, &Tab::new("tab-a"), NOW, None).unwrap_err();
         assert!(matches!(skip, ClaimSkip::Undecodable(_)), "{claim}: never claimed");
     }
     for evidence in [json!({"attemptCount": 1.5}), json!({"attemptCount": -3}), json!({"attemptCount": "3"}), json!(7)]

@@ -51,6 +51,15 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
     (0..len as u32).map(read).collect::<std::result::Result<_, _>>().map(Some)
 }
 
+/// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when
+/// it is anything else (a string `"false"` would otherwise read as `true`).
+pub fn flag_arg(options: &JsValue, key: &str) -> Option<bool> {
+    match Reflect::get(options, &key.into()).unwrap_or(JsValue::UNDEFINED) {
+        v if v.is_undefined() || v.is_null() => Some(false),
+        v => v.as_bool(),
+    }
+}
+
 /// `options.writes` of `enqueue`: the app's record writes (none when absent).
 pub fn writes_arg(options: &JsValue) -> Result<Vec<WriteInput>> {
     if options.is_undefined() || options.is_null() {

@@ -155,10 +155,20 @@ impl Outbox {
                 }
                 opts.concurrency = c as usize;
             }
+            if let Some(t) = get("onlineSince")? {
+                // §10: when the network came back, an instant of this outbox's clock.
+                opts.online_since = Some(outbox_core::Millis::from_json(&t.into()).ok_or_else(|| {
+                    OutboxError::invalid("`onlineSince` must be a finite time in ms (the outbox's clock)")
+                })?);
+            }
+            opts.offline = crate::args::flag_arg(&options, "offline")
+                .ok_or_else(|| OutboxError::invalid("`offline` must be a boolean"))?;
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
-            // this flush does, however it ends.
+            // this flush does, however it ends. An offline flush does nothing (§8): it
+            // resolves at once, without waiting for a turn.
             let until_deadline = opts.deadline.map(|d| d.0.saturating_sub(inner.now().0) as f64);
-            let _turn = crate::turn::take(&inner, &opts.owner, until_deadline).await;
+            let _turn =
+                if opts.offline { None } else { Some(crate::turn::take(&inner, &opts.owner, until_deadline).await) };
             inner.check_open()?;
             let flush = inner.outstanding.with(|o| Flush::new(opts, o));
             // A failure part way rejects with the report so far (`error.report`): the

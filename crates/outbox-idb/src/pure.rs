@@ -89,13 +89,15 @@ pub fn classify_http_js(
     Ok(to_js(&classify_http(s as u16, &headers, &body, Millis(now as i64))))
 }
 
-/// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order.
+/// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order; `onlineSince`: when the
+/// network came back (§10).
 #[wasm_bindgen(js_name = selectSendable, unchecked_return_type = "OutboxRow[]")]
 pub fn select_sendable_js(
     #[wasm_bindgen(unchecked_param_type = "ReadonlyArray<OutboxRow | UndecodableRow>")] rows: JsValue,
     #[wasm_bindgen(js_name = tabId, unchecked_param_type = "string")] tab_id: JsValue,
     #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
     #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
+    #[wasm_bindgen(js_name = onlineSince, unchecked_optional_param_type = "number")] online_since: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let given = crate::args::items(&rows, crate::convert::MAX_NODES as u32)
         .map_err(|what| OutboxError::invalid(format!("`rows`{what}")))?
@@ -103,10 +105,14 @@ pub fn select_sendable_js(
     let tab_id = crate::args::exact_string(&tab_id)
         .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)"))?;
     let now = Millis(number(&now, "now")? as i64);
+    let online_since = match online_since {
+        v if v.is_undefined() || v.is_null() => None,
+        v => Some(Millis(number(&v, "onlineSince")? as i64)),
+    };
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this
     // version does not know is fine (SPEC §3 rule 2). The picked rows are the app's own objects.
     let stored: Vec<Stored> = given.iter().map(|r| Stored::from_value(&row_from_app(r))).collect();
-    let picked: Array = select_sendable(&stored, &tab_id, now, lease(&lease_ms)?)
+    let picked: Array = select_sendable(&stored, &tab_id, now, lease(&lease_ms)?, online_since)
         .into_iter()
         .filter_map(|row| {
             let at = stored.iter().position(|s| s.row().is_some_and(|r| r.id == row.id))?;

@@ -221,6 +221,13 @@ export interface FlushOptions extends AckPorts {
    *  Sends already under way are awaited, so give `send` a timeout of its own. */
   deadline?: number;
   concurrency?: number;
+  /** `true`: the network is down (`!navigator.onLine`). The flush claims nothing, records no
+   *  attempt and changes no row; it resolves at once with zeros and `offline: true`. */
+  offline?: boolean;
+  /** When the network last came back (the outbox's clock): a queued row whose last attempt
+   *  failed for the network (`lastErrorCode` `"NETWORK"` or `"TIMEOUT"`) and that was deferred
+   *  before it is due at once, whatever its `nextAttemptAt` (SPEC §10). */
+  onlineSince?: number;
 }
 
 export interface Ticket { tabId: string; fence: number }
@@ -241,6 +248,11 @@ export interface FlushReport {
   conflicts: number; stale: number; skipped: number; converted: number; applied: number;
   receipts: ReceiptReport[];
   counters: Counters;
+  /** The flush was told the network is down: it did nothing. */
+  offline: boolean;
+  /** The earliest instant after now at which a row not sendable now may become sendable (a
+   *  row's `nextAttemptAt`, another tab's lease end), or `null` (SPEC §8): a timer's time. */
+  nextDueAt: number | null;
 }
 
 export interface Metrics extends Counters {

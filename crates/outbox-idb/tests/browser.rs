@@ -372,8 +372,20 @@ async fn bad_arguments_give_coded_errors_and_write_nothing() {
     assert_eq!(sync_code(classify("x".into(), JsValue::UNDEFINED, JsValue::NULL, JsValue::UNDEFINED)), invalid);
     assert_eq!(sync_code(classify(200.into(), JsValue::from(5), JsValue::NULL, JsValue::UNDEFINED)), invalid);
     let select = outbox_idb::select_sendable_js;
-    assert_eq!(sync_code(select(JsValue::from(1), "t".into(), T0.into(), JsValue::UNDEFINED)), invalid);
-    assert_eq!(sync_code(select(js_sys::Array::new().into(), JsValue::NULL, T0.into(), JsValue::UNDEFINED)), invalid);
+    assert_eq!(
+        sync_code(select(JsValue::from(1), "t".into(), T0.into(), JsValue::UNDEFINED, JsValue::UNDEFINED)),
+        invalid
+    );
+    assert_eq!(
+        sync_code(select(
+            js_sys::Array::new().into(),
+            JsValue::NULL,
+            T0.into(),
+            JsValue::UNDEFINED,
+            JsValue::UNDEFINED
+        )),
+        invalid
+    );
     assert_eq!(sync_code(outbox_idb::is_row_in_flight_js(obj(json!({})), "soon".into(), JsValue::UNDEFINED)), invalid);
     assert_eq!(sync_code(a.subscribe(JsValue::from(1))), invalid);
     assert!(all_rows(&store).await.is_empty(), "nothing was written");

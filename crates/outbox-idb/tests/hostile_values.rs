@@ -235,11 +235,13 @@ fn the_pure_functions_answer_hostile_values_with_coded_errors() {
     let classify =
         catch_sync(move || outbox_idb::classify_http_js(503.into(), headers.clone(), JsValue::UNDEFINED, T0.into()));
     let rows = expr("(() => { const a = [1]; Object.defineProperty(a, 0, { get() { throw new Error('hostile'); } }); return a; })()");
-    let select =
-        catch_sync(move || outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let select = catch_sync(move || {
+        outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED, JsValue::UNDEFINED)
+    });
     let revoked = expr("(() => { const p = Proxy.revocable([], {}); p.revoke(); return p.proxy; })()");
-    let select_revoked =
-        catch_sync(move || outbox_idb::select_sendable_js(revoked.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let select_revoked = catch_sync(move || {
+        outbox_idb::select_sendable_js(revoked.clone(), "t".into(), T0.into(), JsValue::UNDEFINED, JsValue::UNDEFINED)
+    });
     let codes: Vec<String> = [classify, select, select_revoked].iter().map(code_of).collect();
     assert_eq!(codes, ["INVALID_ARGUMENT"; 3], "classifyHttp, selectSendable ×2");
     let detached = "(() => { const b = new ArrayBuffer(8); structuredClone(b, { transfer: [b] }); return b; })()";
@@ -415,8 +417,9 @@ async fn huge_sparse_arrays_are_judged_by_their_length() {
     assert!(message.contains("more than 1000000 parts"), "{message}");
     assert_eq!(in_flight_with_extra(sparse), Some(false));
     let rows = expr(sparse);
-    let select =
-        catch_sync(move || outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED));
+    let select = catch_sync(move || {
+        outbox_idb::select_sendable_js(rows.clone(), "t".into(), T0.into(), JsValue::UNDEFINED, JsValue::UNDEFINED)
+    });
     let err = select.expect_err("refused");
     assert_eq!(get(&err, "code").as_string().as_deref(), Some("INVALID_ARGUMENT"));
     assert!(get(&err, "message").as_string().unwrap_or_default().contains("more than 1000000 items"));

@@ -86,7 +86,13 @@ async fn s5_tab_ids_and_database_names_with_a_lone_surrogate_are_refused() {
         assert_eq!(code, "INVALID_ARGUMENT", "{key}: {message}");
         assert!(message.contains(key), "{message}");
     }
-    let err = outbox_idb::select_sendable_js(Array::new().into(), expr("'A\\uD800'"), T0.into(), JsValue::UNDEFINED)
-        .expect_err("refused");
+    let err = outbox_idb::select_sendable_js(
+        Array::new().into(),
+        expr("'A\\uD800'"),
+        T0.into(),
+        JsValue::UNDEFINED,
+        JsValue::UNDEFINED,
+    )
+    .expect_err("refused");
     assert_eq!(coded(&err).0, "INVALID_ARGUMENT");
 }

@@ -499,9 +499,10 @@ async fn pure_functions_take_rows_as_rows_returns_them() {
     let blobs = blobs_storable().await;
     raw_put(&db, &foreign_row("f1", blobs)).await;
     let rows = settle(a.rows("alice".into())).await.unwrap();
-    let picked: Array = outbox_idb::select_sendable_js(rows.clone(), "tab-a".into(), T0.into(), JsValue::UNDEFINED)
-        .unwrap()
-        .unchecked_into();
+    let picked: Array =
+        outbox_idb::select_sendable_js(rows.clone(), "tab-a".into(), T0.into(), JsValue::UNDEFINED, JsValue::UNDEFINED)
+            .unwrap()
+            .unchecked_into();
     assert_eq!(picked.length(), 1);
     assert_foreign_fields_kept(&picked.get(0), blobs);
     let row = rows.unchecked_ref::<Array>().get(0);

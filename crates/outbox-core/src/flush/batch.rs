@@ -78,7 +78,7 @@ impl ClaimBatch {
                 stale += 1;
                 continue;
             }
-            match plan_claim(&opts.owner, Some(&c.raw), pred_now, &opts.tab, now) {
+            match plan_claim(&opts.owner, Some(&c.raw), pred_now, &opts.tab, now, opts.online_since) {
                 Ok(cp) => {
                     // The rows checked above are the claim's expected rows, as read.
                     for scope in cp.plan.scopes {

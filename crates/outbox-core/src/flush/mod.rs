@@ -85,9 +85,15 @@ pub struct Flush {
 }
 
 impl Flush {
-    /// A flush that starts by reading the owner's rows.
+    /// A flush that starts by reading the owner's rows; offline (§8), one that is done at
+    /// once, having asked for nothing.
     #[must_use]
     pub fn new(opts: FlushOptions, out: &mut Outstanding) -> Flush {
+        if opts.offline {
+            let mut f = Flush::empty(opts, out, Phase::Ending { why: Ending::Offline, reading: None });
+            f.report.offline = true;
+            return f;
+        }
         let mut f = Flush::empty(opts, out, Phase::Draining { progress: false });
         f.start_round();
         f

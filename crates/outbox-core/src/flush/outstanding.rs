@@ -163,7 +163,7 @@ pub fn plan_app_claim(
     now: Millis,
     out: &mut Outstanding,
 ) -> Result<(ClaimPlan, FlushId), ClaimSkip> {
-    let cp = plan_claim(owner, raw, predecessor, tab, now)?;
+    let cp = plan_claim(owner, raw, predecessor, tab, now, None)?;
     let hold =
         out.hold_app_claim(owner, &cp.row.target, &cp.row.id, cp.ticket.fence).ok_or(ClaimSkip::SentByThisTab)?;
     Ok((cp, hold))

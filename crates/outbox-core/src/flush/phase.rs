@@ -41,6 +41,8 @@ pub(super) enum Ending {
     MaxRows,
     /// The deadline passed (§8): seen when a round's rows were read or a claim was planned.
     Deadline,
+    /// The flush was told the network is down (§8 offline): it never started.
+    Offline,
 }
 
 /// What a flush remembers across its rounds, so that one flush never repeats itself.

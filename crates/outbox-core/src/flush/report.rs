@@ -51,4 +51,10 @@ pub struct FlushReport {
     pub receipts: Vec<ReceiptReport>,
     /// This flush's attempts by class (added to the tab's counters).
     pub counters: Counters,
+    /// The flush was told the network is down, and did nothing (§8 offline).
+    pub offline: bool,
+    /// The earliest instant after the flush's last read of the queue at which a row not
+    /// sendable then may become sendable (§8 "when to flush next"), in ms; `None`
+    /// (`null`): none.
+    pub next_due_at: Option<i64>,
 }

@@ -138,6 +138,12 @@ pub struct FlushOptions {
     pub has_prepare: bool,
     /// The app gave `findCreateReceipt`.
     pub has_find: bool,
+    /// The network is down (§8 offline): the flush claims nothing, calls no port and
+    /// changes no row.
+    pub offline: bool,
+    /// When the network last came back (§10): rows deferred by a network failure before it
+    /// are due at once.
+    pub online_since: Option<Millis>,
 }
 
 impl FlushOptions {
@@ -153,6 +159,8 @@ impl FlushOptions {
             concurrency: DEFAULT_CONCURRENCY,
             has_prepare: false,
             has_find: false,
+            offline: false,
+            online_since: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::accounts::owned_stored;
 use crate::codec::Stored;
 use crate::intent::{awaited_create, is_orphan_intent};
 use crate::row::Row;
-use crate::select::{select_sendable, stored_index};
+use crate::select::{select, stored_index};
 use crate::time::Millis;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -42,21 +42,25 @@ impl Flush {
             }
             _ => return,
         };
+        let owner = self.opts.owner.clone();
+        // Another owner's rows are never considered, whatever the driver read (§11).
+        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
+            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
+        let tab = &self.opts.tab;
+        let selection = select(&stored, &tab.tab_id, now, tab.lease_ms, self.opts.online_since);
+        // §8 when to flush next: as of this read, the last one of the flush so far.
+        self.report.next_due_at = selection.next_due_at.map(|at| at.0);
         if self.past_deadline(now) {
             // No claims and no port calls for orphans once the deadline has passed.
             self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
             return;
         }
         self.phase = Phase::Draining { progress };
-        let owner = self.opts.owner.clone();
-        // Another owner's rows are never considered, whatever the driver read (§11).
-        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
-            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
         let by_id: HashMap<&str, &Value> =
             stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
         let exists = stored_index(&stored);
-        let tab = &self.opts.tab;
-        let picked: Vec<Candidate> = select_sendable(&stored, &tab.tab_id, now, tab.lease_ms)
+        let picked: Vec<Candidate> = selection
+            .sendable
             .into_iter()
             .filter(|r| !self.memory.attempted.contains(&r.id))
             .filter_map(|r| {
