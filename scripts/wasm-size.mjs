@@ -74,8 +74,12 @@ import { gzipSync } from "node:zlib";
 // that sent or asked a port reads the queue again, an ACK refuses another owner's row, an
 // auth answer stops every flush of its owner in the tab, a lease end past the longest lease
 // is not honoured for claiming yet waited for by an edit — and issue 33's layers (+53 B).
+// 182,700 → 183,700 (+1.1 KB, to 183,629 measured from cargo + wasm-bindgen + wasm-opt):
+// issue 34's SCHEMA_MISMATCH — a records declaration the database does not match (a store's
+// key changed, stores or indexes changed without raising records.version) refused at open,
+// before an upgrade changes anything, and an upgrade's error returned as the open's.
 // Issue 35 is where the module shrinks.
-const BUDGET_GZIP_BYTES = 182_700;
+const BUDGET_GZIP_BYTES = 183_700;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

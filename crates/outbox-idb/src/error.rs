@@ -28,6 +28,11 @@ pub enum ErrorCode {
     /// this page declares: another tab runs a newer app. Nothing was opened or changed;
     /// reloading this page with the newer app opens it.
     SchemaNewer,
+    /// The app's declaration (`records`) does not match the database: a store's key
+    /// (`keyPath`, `autoIncrement`) changed, which IndexedDB cannot do to a store, or the
+    /// stores or indexes changed without raising `records.version`. Nothing was opened or
+    /// changed; the message names the store and what to do.
+    SchemaMismatch,
     /// A bug in the module (a panic): the call that met it rejects with this and writes
     /// nothing; other calls go on. The message is worth reporting.
     Internal,
@@ -44,6 +49,7 @@ impl ErrorCode {
             ErrorCode::Blocked => "BLOCKED",
             ErrorCode::Quota => "QUOTA",
             ErrorCode::SchemaNewer => "SCHEMA_NEWER",
+            ErrorCode::SchemaMismatch => "SCHEMA_MISMATCH",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -69,6 +75,11 @@ impl OutboxError {
                  another tab runs a newer version of the app; reload this page"
             ),
         }
+    }
+
+    /// A `SCHEMA_MISMATCH` error with its message.
+    pub fn schema_mismatch(message: String) -> OutboxError {
+        OutboxError { code: ErrorCode::SchemaMismatch, message }
     }
 
     /// An `INVALID_ARGUMENT` error.

@@ -83,7 +83,11 @@ export interface OpenOptions {
    * row commit in one transaction (`enqueue(op, {writes})`, `reconcile`). Raise `version`
    * whenever `stores` changes: missing stores and indexes are created, a changed index is
    * replaced, no store is ever deleted. A database holding a newer `version` (another tab
-   * runs a newer app) is refused with `SCHEMA_NEWER`.
+   * runs a newer app) is refused with `SCHEMA_NEWER`. Refused with `SCHEMA_MISMATCH`, and
+   * nothing opened or changed: a store whose `keyPath` or `autoIncrement` differs from the
+   * database's, at any `version` (a store's key cannot change: keep it, or declare a store
+   * under a new name); at the database's own `version`, a declared store or index missing
+   * or different there (raise `version`). Stores and indexes not declared are kept.
    */
   records?: RecordsSchema;
 }
@@ -138,7 +142,7 @@ export interface RecordsQuery {
  * called before `await init()` (or `Outbox.open`, which loads it), or the module could not
  * be fetched or read. `INTERNAL`: a bug in the module (a panic); the transaction it was writing is aborted.
  */
-export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED" | "SCHEMA_NEWER" | "INTERNAL";
+export type OutboxErrorCode = "INVALID_ARGUMENT" | "STORAGE" | "CLOSED" | "BLOCKED" | "QUOTA" | "NOT_INITIALIZED" | "SCHEMA_NEWER" | "SCHEMA_MISMATCH" | "INTERNAL";
 
 export interface EnqueueInput {
   owner: string;

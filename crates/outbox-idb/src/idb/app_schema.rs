@@ -7,7 +7,9 @@
 //! An upgrade creates the stores and indexes that are missing and replaces an index whose
 //! definition changed; it never deletes a store, so no record and no queue row is lost. A
 //! database whose app version is newer than the page's declaration (another tab runs a
-//! newer app) is refused with `SCHEMA_NEWER`, never downgraded.
+//! newer app) is refused with `SCHEMA_NEWER`, never downgraded; one the declaration does
+//! not match (a store's key changed, or stores changed without raising the version) with
+//! `SCHEMA_MISMATCH` (`super::schema_mismatch`).
 
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
@@ -15,7 +17,7 @@ use outbox_core::json::{boolean, fields, integer, missing, optional, sequence, s
 use outbox_core::records::QUEUE_STORE;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
-use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters, IdbTransaction};
+use web_sys::{IdbDatabase, IdbIndex, IdbIndexParameters, IdbObjectStore, IdbObjectStoreParameters, IdbTransaction};
 
 /// The largest app schema version (the database version must stay a safe integer).
 pub const MAX_APP_VERSION: u32 = 4_000_000;
@@ -201,7 +203,7 @@ pub fn app_version_of(db_version: f64) -> u32 {
     (db_version / 1000.0).floor() as u32
 }
 
-fn key_path_js(v: &Value) -> JsValue {
+pub(super) fn key_path_js(v: &Value) -> JsValue {
     match v {
         Value::String(s) => JsValue::from_str(s),
         Value::Array(a) => a.iter().filter_map(Value::as_str).map(JsValue::from_str).collect::<Array>().into(),
@@ -209,8 +211,23 @@ fn key_path_js(v: &Value) -> JsValue {
     }
 }
 
+/// A key path as JSON (`null` for none), to compare and to show.
+pub(super) fn key_path_text(v: &JsValue) -> String {
+    js_sys::JSON::stringify(v).map_or_else(|_| String::new(), String::from)
+}
+
+impl AppIndex {
+    /// Whether the database's index `have` is this one.
+    pub(super) fn is(&self, have: &IdbIndex) -> bool {
+        have.key_path().is_ok_and(|k| key_path_text(&k) == key_path_text(&key_path_js(&self.key_path)))
+            && have.unique() == self.unique
+            && have.multi_entry() == self.multi_entry
+    }
+}
+
 /// Creates the app's stores and indexes that are missing and replaces indexes whose
-/// definition changed. Stores are never deleted.
+/// definition changed. Stores are never deleted. A declaration the database does not match
+/// is refused before this runs (`super::schema_mismatch`).
 ///
 /// # Errors
 /// What IndexedDB throws (the upgrade is then aborted: nothing changes).
@@ -228,10 +245,7 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, schema: &AppSchema) -> std
         };
         for i in &s.indexes {
             if store.index_names().contains(&i.name) {
-                let have = store.index(&i.name)?;
-                let same =
-                    js_sys::JSON::stringify(&have.key_path()?)? == js_sys::JSON::stringify(&key_path_js(&i.key_path))?;
-                if same && have.unique() == i.unique && have.multi_entry() == i.multi_entry {
+                if i.is(&store.index(&i.name)?) {
                     continue;
                 }
                 store.delete_index(&i.name)?;

@@ -9,6 +9,7 @@ pub mod records;
 pub mod replace;
 pub mod request;
 pub mod schema;
+mod schema_mismatch;
 pub mod store;
 pub(crate) mod transaction;
 mod view;

@@ -24,7 +24,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Event, IdbDatabase, IdbOpenDbRequest, IdbTransaction};
+use web_sys::{Event, IdbDatabase, IdbOpenDbRequest, IdbTransaction, IdbVersionChangeEvent};
 
 /// Why an open failed.
 pub(super) enum OpenError {
@@ -34,8 +34,10 @@ pub(super) enum OpenError {
     Other(OutboxError),
 }
 
-/// Runs in `upgradeneeded` with the new connection and its versionchange transaction.
-pub(super) type Upgrade = Box<dyn Fn(&IdbDatabase, &IdbTransaction) -> Result<(), JsValue>>;
+/// Runs in `upgradeneeded` with the new connection, its versionchange transaction and the
+/// version the database had. An error aborts the upgrade (nothing changes) and is the
+/// open's error.
+pub(super) type Upgrade = Box<dyn Fn(&IdbDatabase, &IdbTransaction, f64) -> Result<(), OutboxError>>;
 
 /// Waits for `req` to open, at most `timeout_ms` before its upgrade starts. The connection
 /// it returns (and a late one) closes itself on `versionchange`.
@@ -46,6 +48,7 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
     let timer = Rc::new(Cell::new(None::<JsValue>));
     let saw_blocked = Rc::new(Cell::new(false));
     let timed_out = Rc::new(Cell::new(false));
+    let refused = Rc::new(Cell::new(None::<OutboxError>));
 
     let on_success = {
         let (req, timer) = (req.clone(), timer.clone());
@@ -67,12 +70,13 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
         })
     };
     let on_upgrade = {
-        let (req, timer) = (req.clone(), timer.clone());
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
+        let (req, timer, refused) = (req.clone(), timer.clone(), refused.clone());
+        Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
             clear_timeout(&timer);
             let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
-            if let Err(e) = upgrade(db.unchecked_ref(), &tx) {
-                let _ = crate::js::console_error(&"outbox: schema upgrade failed".into(), &e);
+            let old = ev.unchecked_ref::<IdbVersionChangeEvent>().old_version();
+            if let Err(e) = upgrade(db.unchecked_ref(), &tx, old) {
+                refused.set(Some(e));
                 let _ = tx.abort();
             }
         })
@@ -106,6 +110,9 @@ pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrad
     let result = JsFuture::from(promise).await;
     pending.settled = !timed_out.get();
     drop(pending);
+    if let (Err(_), Some(e)) = (&result, refused.take()) {
+        return Err(OpenError::Other(e));
+    }
     match result {
         Ok(db) => Ok(db.unchecked_into()),
         Err(_) if timed_out.get() => Err(OpenError::Other(OutboxError::blocked(saw_blocked.get(), timeout_ms))),

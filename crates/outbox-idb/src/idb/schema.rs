@@ -10,6 +10,7 @@
 
 use super::app_schema::{self, app_version_of, AppSchema};
 use super::open::{wait, OpenError};
+use super::schema_mismatch;
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
 use std::rc::Rc;
@@ -75,11 +76,12 @@ pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 /// # Errors
 /// `BLOCKED` when another tab keeps the database from opening for `timeout_ms`; `STORAGE`
 /// (or `QUOTA`) when IndexedDB refuses. A database a newer version upgraded past ours is
-/// opened at its own version as long as it has our store.
+/// opened at its own version as long as it has our store. `SCHEMA_NEWER` and
+/// `SCHEMA_MISMATCH` when `app` does not fit the database (nothing opened or changed).
 pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
     let version = app.as_ref().map_or(SCHEMA_VERSION, |a| a.db_version(SCHEMA_VERSION));
-    match open_at(name, Some(version), timeout_ms, app.clone()).await {
-        Ok(db) => Ok(db),
+    let db = match open_at(name, Some(version), timeout_ms, app.clone()).await {
+        Ok(db) => db,
         Err(OpenError::Version) => {
             let db = open_at(name, None, timeout_ms, None).await.map_err(|e| match e {
                 OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
@@ -92,15 +94,21 @@ pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Re
                     &format!("{name} has no `{STORE}` store").into(),
                 ));
             }
-            if let Some(a) = app.filter(|a| app_version_of(db.version()) > a.version) {
+            if let Some(a) = app.as_ref().filter(|a| app_version_of(db.version()) > a.version) {
                 let have = app_version_of(db.version());
                 db.close();
                 return Err(OutboxError::schema_newer(have, a.version));
             }
-            Ok(db)
+            db
         }
-        Err(OpenError::Other(e)) => Err(e),
+        Err(OpenError::Other(e)) => return Err(e),
+    };
+    // The database is at the declared app version now (upgraded to it, or it was already).
+    if let Some(e) = app.and_then(|a| schema_mismatch::check(&db, None, &a, true).err()) {
+        db.close();
+        return Err(e);
     }
+    Ok(db)
 }
 
 async fn open_at(
@@ -118,9 +126,13 @@ async fn open_at(
     wait(
         req,
         timeout_ms,
-        Box::new(move |db, tx| {
-            upgrade(db, tx)?;
-            app.as_ref().map_or(Ok(()), |a| app_schema::upgrade(db, tx, a))
+        Box::new(move |db, tx, old| {
+            if let Some(a) = &app {
+                schema_mismatch::check(db, Some(tx), a, app_version_of(old) == a.version)?;
+            }
+            let upgraded =
+                upgrade(db, tx).and_then(|()| app.as_ref().map_or(Ok(()), |a| app_schema::upgrade(db, tx, a)));
+            upgraded.map_err(|e| OutboxError::storage("cannot upgrade the database", &e))
         }),
     )
     .await
