@@ -1,11 +1,14 @@
-// The package's entry point: wasm-bindgen's glue (`outbox_idb.js`) re-exported, with the
-// module's initialisation taken care of where it can be and a coded error where it cannot.
+// The package's entry point: wasm-bindgen's glue (`outbox_idb.js`) wrapped, and the
+// JavaScript layer of issue 34 on top of it. It exports only the package's own names.
 //
 // - `init()` in Node reads `outbox_idb_bg.wasm` from the file next to this one: the glue's
 //   default is `fetch(new URL(…, import.meta.url))`, and Node's fetch refuses `file:` URLs.
-// - `Outbox.open` initialises the module itself when the app has not (it is async anyway).
+// - `Outbox.open` initialises the module itself when the app has not (it is async anyway),
+//   and keeps what the app configured once: the owner, `send` or a `transport`, the ports,
+//   `autoFlush` (configure.js, schedule.js).
 // - The synchronous functions cannot wait for a download: before `init()` they throw an
-//   `Error` with `code: "NOT_INITIALIZED"` instead of the glue's uncoded `TypeError`.
+//   `OutboxError` with `code: "NOT_INITIALIZED"` instead of the glue's uncoded `TypeError`.
+// - Every error of the module is an `OutboxError` (errors.js).
 import glueInit, {
   initSync as glueInitSync,
   Outbox,
@@ -13,19 +16,17 @@ import glueInit, {
   selectSendable as glueSelectSendable,
   isRowInFlight as glueIsRowInFlight,
 } from "./outbox_idb.js";
+import { OutboxError, outboxError, adoptError, adoptingErrors } from "./errors.js";
+import { Configuration, splitOpenOptions, flushOptions, ackPorts, emptyReport, browserOffline } from "./configure.js";
+import { AutoFlush, autoFlushSettings, answerSync, registerSync } from "./schedule.js";
+import { subscribe, liveRecords } from "./live.js";
+import { httpTransport } from "./transport.js";
 
-export * from "./outbox_idb.js";
+export { Outbox, OutboxError, httpTransport, registerSync };
 
 /** The first successful (or running) initialisation, shared by every caller. */
 let ready = null;
 let initialised = false;
-
-function outboxError(code, message, cause) {
-  const error = new Error(message, cause === undefined ? undefined : { cause });
-  error.name = "OutboxError";
-  error.code = code;
-  return error;
-}
 
 /**
  * In Node, the wasm bytes read from the file next to this module; `undefined` elsewhere
@@ -100,25 +101,141 @@ function requireInit(name) {
   }
 }
 
+// ---- one outbox's configuration, network watch and scheduler -------------------------
+
+/**
+ * What the package keeps per open outbox: `configuration` (configure.js), `scheduler`
+ * (an AutoFlush, or null), and `stop()`, which ends both watches. An outbox opened
+ * through the glue directly has none: its calls take their own options only.
+ */
+const instances = new WeakMap();
+const unconfigured = new Configuration({});
+
+const configurationOf = (outbox) => instances.get(outbox)?.configuration ?? unconfigured;
+
+/** Notes when the network comes back (`onlineSince`, for the planner) and asks for a flush. */
+function watchNetwork(instance) {
+  const target = globalThis;
+  if (typeof target.addEventListener !== "function") return () => {};
+  const online = () => {
+    instance.configuration.onlineSince = instance.configuration.clock();
+    instance.scheduler?.request();
+  };
+  target.addEventListener("online", online);
+  return () => target.removeEventListener("online", online);
+}
+
+// ---- Outbox ------------------------------------------------------------------------------
+
+const glue = {
+  open: Outbox.open,
+  flush: Outbox.prototype.flush,
+  ack: Outbox.prototype.ack,
+  enqueue: Outbox.prototype.enqueue,
+  retryBlocked: Outbox.prototype.retryBlocked,
+  resumeHeld: Outbox.prototype.resumeHeld,
+  subscribe: Outbox.prototype.subscribe,
+  close: Outbox.prototype.close,
+  free: Outbox.prototype.free,
+};
+
 // `open` is async, so it can load the module itself. The class stays the glue's own, so
 // `instanceof Outbox` and the methods are unchanged.
-const openOutbox = Outbox.open;
 Outbox.open = function open(options) {
-  return init().then(() => openOutbox.call(Outbox, options));
+  let split;
+  try {
+    split = splitOpenOptions(options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const { openOptions, configuration } = split;
+  const settings = autoFlushSettings(configuration.autoFlush);
+  let resolveScheduler;
+  const scheduler = new Promise((resolve) => (resolveScheduler = resolve));
+  // In a service worker, `sync` may come before the open resolves (schedule.js).
+  const unregisterSync = settings ? answerSync(settings.syncTag, scheduler) : () => {};
+  return init()
+    .then(() => glue.open.call(Outbox, openOptions))
+    .then(
+      (outbox) => {
+        const instance = { configuration, scheduler: null, stop: null };
+        if (settings) {
+          instance.scheduler = new AutoFlush({
+            flush: (extra) => outbox.flush(extra),
+            clock: configuration.clock,
+            random: configuration.random,
+            settings,
+          });
+        }
+        const unwatch = watchNetwork(instance);
+        instance.stop = () => {
+          instance.scheduler?.stop();
+          unwatch();
+          unregisterSync();
+        };
+        instances.set(outbox, instance);
+        resolveScheduler(instance.scheduler);
+        instance.scheduler?.start();
+        return outbox;
+      },
+      (error) => {
+        unregisterSync();
+        resolveScheduler(null);
+        throw adoptError(error);
+      },
+    );
+};
+
+/** flush(options?): the configured owner, send and ports, under the call's own fields. */
+Outbox.prototype.flush = async function flush(options) {
+  const merged = await flushOptions(configurationOf(this), options);
+  if (merged === null) return emptyReport(browserOffline()); // nobody to flush for
+  return glue.flush.call(this, merged);
+};
+
+/** ack(owner, rowId, ticket, outcome, ports?): the configured ports, under the call's own. */
+Outbox.prototype.ack = function ack(owner, rowId, ticket, outcome, ports) {
+  return glue.ack.call(this, owner, rowId, ticket, outcome, ackPorts(configurationOf(this), ports));
+};
+
+/** Calls that may make rows sendable: an auto flush follows them soon. */
+for (const name of ["enqueue", "retryBlocked", "resumeHeld"]) {
+  const method = glue[name];
+  Outbox.prototype[name] = function (...args) {
+    const result = method.apply(this, args);
+    const scheduler = instances.get(this)?.scheduler;
+    return scheduler ? result.then((value) => (scheduler.soon(), value)) : result;
+  };
+}
+
+/** subscribe(callback) or subscribe({stores?, owner?, changes?}, callback) → unsubscribe. */
+Outbox.prototype.subscribe = function (filterOrCallback, callback) {
+  return subscribe((cb) => glue.subscribe.call(this, cb), filterOrCallback, callback);
+};
+
+/** liveRecords(store, query?, callback) → stop: the records now, then whenever they change. */
+Outbox.prototype.liveRecords = function (store, query, callback) {
+  return liveRecords(this, store, query, callback);
+};
+
+Outbox.prototype.close = function close() {
+  instances.get(this)?.stop();
+  glue.close.call(this);
 };
 
 // `free()` (which `using` calls through `Symbol.dispose`) lets go of this handle, as the
 // glue's own does: calls still running finish (they hold the outbox), and the database and
 // channel close when the last of them ends. Later calls on the handle fail with a coded
-// `CLOSED` (rejected promises; `subscribe` and the getters throw; `close()` and `free()`
-// do nothing) instead of the glue's uncoded "null pointer passed to rust".
-const glueFree = Outbox.prototype.free;
+// `CLOSED` (rejected promises; `subscribe`, `liveRecords` and the getters throw; `close()`
+// and `free()` do nothing) instead of the glue's uncoded "null pointer passed to rust".
+// Every method's errors are adopted as `OutboxError`s.
 const freed = () => outboxError("CLOSED", "tab-outbox: this Outbox was freed (free() or `using`); open a new one");
+const THROWING = new Set(["subscribe", "liveRecords"]);
 for (const name of Object.getOwnPropertyNames(Outbox.prototype)) {
   const d = Object.getOwnPropertyDescriptor(Outbox.prototype, name);
   if (name === "constructor" || name === "free") continue;
   if (d.get) {
-    const get = d.get;
+    const get = adoptingErrors(d.get);
     Object.defineProperty(Outbox.prototype, name, {
       ...d,
       get() {
@@ -127,17 +244,19 @@ for (const name of Object.getOwnPropertyNames(Outbox.prototype)) {
       },
     });
   } else if (typeof d.value === "function") {
-    const method = d.value;
+    const method = adoptingErrors(d.value);
     Outbox.prototype[name] = function (...args) {
       if (this.__wbg_ptr !== 0) return method.apply(this, args);
-      if (name === "close" || typeof name === "symbol") return undefined;
-      if (name === "subscribe") throw freed();
+      if (name === "close") return undefined;
+      if (THROWING.has(name)) throw freed();
       return Promise.reject(freed());
     };
   }
 }
 Outbox.prototype.free = function free() {
-  if (this.__wbg_ptr !== 0) glueFree.call(this);
+  if (this.__wbg_ptr === 0) return;
+  instances.get(this)?.stop();
+  glue.free.call(this);
 };
 if (Symbol.dispose) Outbox.prototype[Symbol.dispose] = Outbox.prototype.free;
 
@@ -146,12 +265,20 @@ export function classifyHttp(status, headers, body, now) {
   return glueClassifyHttp(status, headers, body, now);
 }
 
-export function selectSendable(rows, tabId, now, leaseMs) {
+export function selectSendable(rows, tabId, now, leaseMs, onlineSince) {
   requireInit("selectSendable");
-  return glueSelectSendable(rows, tabId, now, leaseMs);
+  try {
+    return glueSelectSendable(rows, tabId, now, leaseMs, onlineSince);
+  } catch (error) {
+    throw adoptError(error);
+  }
 }
 
 export function isRowInFlight(row, now, leaseMs) {
   requireInit("isRowInFlight");
-  return glueIsRowInFlight(row, now, leaseMs);
+  try {
+    return glueIsRowInFlight(row, now, leaseMs);
+  } catch (error) {
+    throw adoptError(error);
+  }
 }

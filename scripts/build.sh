@@ -20,7 +20,10 @@ wasm-pack build crates/outbox-idb --release --target web --mode no-install --out
 # package), entry point and license texts come from npm/ and the repository root, not from
 # wasm-pack, whose generated copies are replaced.
 rm -f pkg/package.json pkg/.gitignore pkg/README.md
-cp npm/package.json npm/README.md npm/index.js npm/index.d.ts npm/inspector.js npm/inspector.d.ts LICENSE-MIT LICENSE-APACHE pkg/
+# The entry point and its modules (index.js imports the others), the React hook, the
+# inspector, their types.
+cp npm/package.json npm/README.md npm/index.js npm/index.d.ts npm/errors.js npm/configure.js npm/transport.js \
+  npm/schedule.js npm/live.js npm/react.js npm/react.d.ts npm/inspector.js npm/inspector.d.ts LICENSE-MIT LICENSE-APACHE pkg/
 # wasm-bindgen declares `[Symbol.dispose]()` on every class; without this reference an app
 # compiling with `lib` older than esnext and `skipLibCheck: false` fails on the .d.ts.
 sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts

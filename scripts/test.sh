@@ -47,6 +47,7 @@ scripts/build.sh --gate
 
 step "9/19 package types: an app written against pkg/outbox_idb.d.ts type-checks (tsc --strict)"
 npx tsc -p tests/types/tsconfig.json
+node tests/types/check-typed.mjs
 
 step "10/19 docs: links stay in the repository; every TypeScript block of README.md, docs/*.md and npm/README.md type-checks (strict, with and without skipLibCheck)"
 node tests/types/check-snippets.mjs

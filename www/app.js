@@ -5,8 +5,9 @@
 //   autoflush=0          no timer-driven flush (tests flush explicitly)
 //   turnWait=<ms>        the outbox's turnWaitMs (0: this tab's flushes never wait for another's)
 //   sw=1 | sw=0          register the flushing service worker (default: when autoflush is on)
-import init, { Outbox } from "/pkg/outbox_idb.js";
-import { RECORDS_SCHEMA, SYNC_TAG, reconcile, saveSession, transport } from "./transport.js";
+import init from "/pkg/index.js";
+import { openDemoOutbox } from "./outbox-config.js";
+import { SYNC_TAG, reconcile, saveSession, transport } from "./transport.js";
 
 const params = new URLSearchParams(location.search);
 const users = (params.get("users") || "alice,bob").split(",");
@@ -17,22 +18,10 @@ const useSw = params.has("sw") ? params.get("sw") === "1" : autoflush;
 const dbName = params.get("db") || "outbox-demo";
 const leaseMs = Number(params.get("lease") || 10000);
 
-await init();
-const outbox = await Outbox.open({
-  dbName,
-  tabId: params.get("tab") || undefined,
-  leaseMs,
-  now: manualClock ? () => window.__now : () => Date.now(),
-  backoff: { baseMs: 1000, capMs: 30000 },
-  ...(params.has("turnWait") ? { turnWaitMs: Number(params.get("turnWait")) } : {}),
-  // The app's own records live in the outbox's database: a record and the operation that
-  // sends it commit in one transaction, and so do an answer and the record it changes.
-  records: RECORDS_SCHEMA,
-});
-
 const $ = (sel) => document.querySelector(sel);
 const session = { user: users[0], token: "" };
 let offline = false;
+
 let sessionSaved = Promise.resolve();
 let swReady = null; // the service worker's registration, once active (sw.js)
 
@@ -48,6 +37,25 @@ function shareWithWorker() {
 }
 newSession();
 
+await init();
+// The shared configuration (outbox-config.js): the records schema, the owner (this session's
+// account; nobody while the Offline switch is on), send and the ports, as in the workers.
+const outbox = await openDemoOutbox({
+  dbName,
+  tabId: params.get("tab") || undefined,
+  leaseMs,
+  now: manualClock ? () => window.__now : () => Date.now(),
+  backoff: { baseMs: 1000, capMs: 30000 },
+  ...(params.has("turnWait") ? { turnWaitMs: Number(params.get("turnWait")) } : {}),
+  session: () => session,
+  offline: () => offline,
+  // Flushes on its own: after edits, when back online, when shown, every ~2 s, when a
+  // retry is due; after a flush that leaves rows waiting it asks for Background Sync.
+  autoFlush: autoflush
+    ? { intervalMs: 2000, syncTag: SYNC_TAG, onError: (e) => log(`flush failed: ${e.code ?? ""} ${e.message}`) }
+    : false,
+});
+
 const auth = () => ({ Authorization: `Bearer ${session.token}` });
 
 function log(text) {
@@ -59,13 +67,13 @@ function log(text) {
 
 // ---- the app's ports (shared with the service worker: transport.js) -------------------
 
-const { send, prepareSuccessor, findCreateReceipt } = transport({ session: () => session, offline: () => offline });
+const { send } = transport({ session: () => session, offline: () => offline }); // the test hook below
 
 let running = null;
 async function flushNow(extra = {}) {
   if (offline) return null;
   if (running) await running.catch(() => {});
-  running = outbox.flush({ owner: session.user, send, prepareSuccessor, findCreateReceipt, reconcile, ...extra });
+  running = outbox.flush(extra); // the configured owner, send and ports
   try {
     const r = await running;
     if (r.claimed || r.converted) {
@@ -147,7 +155,7 @@ async function deleteRecord(target, revision) {
 function afterEdit() {
   refresh();
   if (offline || !navigator.onLine) requestSync();
-  if (autoflush) flushNow();
+  // autoFlush: a flush follows the enqueue by itself.
 }
 
 // ---- views -----------------------------------------------------------------------------
@@ -300,18 +308,9 @@ async function login() {
 
 outbox.subscribe(() => refresh());
 await refresh();
-if (autoflush) {
-  setInterval(() => flushNow().catch((e) => log(`flush failed: ${e.code ?? ""} ${e.message}`)), 2000);
-}
-
-// Without Background Sync (Firefox, Safari) nothing sends while every tab is closed: pages
-// flush when the browser is back online, when they become visible, and on the interval.
-if (autoflush) {
-  addEventListener("online", () => flushNow());
-  document.addEventListener("visibilitychange", () => {
-    if (document.visibilityState === "visible") flushNow();
-  });
-}
+// autoFlush (outbox-config.js) flushes on the interval, when the browser is back online and
+// when the page becomes visible; without Background Sync (Firefox, Safari) that is all
+// there is while every tab is closed.
 
 // ---- the service worker: sends while no tab is open (sw.js) ----------------------------
 

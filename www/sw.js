@@ -5,8 +5,8 @@
 // taken over by any tab once the lease has passed.
 //
 // Registered by app.js as a module worker: `/sw.js?db=<name>&lease=<ms>`.
-import init, { Outbox } from "/pkg/outbox_idb.js";
-import { RECORDS_SCHEMA, SYNC_TAG, loadSession, transport } from "./transport.js";
+import { openDemoOutbox } from "./outbox-config.js";
+import { SYNC_TAG, loadSession, transport } from "./transport.js";
 
 const params = new URL(self.location.href).searchParams;
 const dbName = params.get("db") || "outbox-demo";
@@ -18,12 +18,11 @@ const BUDGET_MS = 20_000;
 // Top-level await is not allowed in a service worker: the module is loaded on first use.
 let opening = null;
 function openOutbox() {
-  opening ??= (async () => {
-    await init();
-    return Outbox.open({
-      dbName, tabId: `sw-${crypto.randomUUID()}`, leaseMs, backoff: { baseMs: 1000, capMs: 30000 }, records: RECORDS_SCHEMA,
-    });
-  })().catch((e) => {
+  // The page's configuration (outbox-config.js): the same schema, owner and ports.
+  opening ??= openDemoOutbox({
+    dbName, tabId: `sw-${crypto.randomUUID()}`, leaseMs, backoff: { baseMs: 1000, capMs: 30000 },
+    session: () => loadSession(dbName), timeoutMs: 15_000,
+  }).catch((e) => {
     opening = null;
     throw e;
   });
@@ -65,7 +64,8 @@ async function flushOnce(why) {
     history.push({ why, offline: true, claimed: 0, succeeded: 0, deferred: 0 });
     return { why, owner: session.user, tabId: outbox.tabId, report: null, left: (await outbox.metrics(session.user)).byState.queued };
   }
-  const report = await outbox.flush({ owner: session.user, ...ports, send, deadline: Date.now() + BUDGET_MS });
+  // The configured ports; `send` wraps the configured one with the test hook below.
+  const report = await outbox.flush({ owner: session.user, send, deadline: Date.now() + BUDGET_MS });
   const m = await outbox.metrics(session.user);
   history.push({ why, online: navigator.onLine, claimed: report.claimed, succeeded: report.succeeded, deferred: report.deferred });
   return { why, owner: session.user, tabId: outbox.tabId, report, left: m.byState.queued };

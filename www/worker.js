@@ -2,14 +2,13 @@
 // page sends `{db, session, creates}`; the worker enqueues one create per title, flushes the
 // session's account with the demo's transport and answers with what it did. (The demo page
 // does not use it; the end-to-end tests do, as an app doing heavy work off the page would.)
-import init, { Outbox } from "/pkg/outbox_idb.js";
-import { RECORDS_SCHEMA, transport } from "./transport.js";
+import { openDemoOutbox } from "./outbox-config.js";
 
 self.onmessage = async (event) => {
   const { db, session, creates } = event.data;
   try {
-    await init();
-    const outbox = await Outbox.open({ dbName: db, tabId: `worker-${crypto.randomUUID()}`, records: RECORDS_SCHEMA });
+    // The page's configuration (outbox-config.js): flush() sends the session's account.
+    const outbox = await openDemoOutbox({ dbName: db, tabId: `worker-${crypto.randomUUID()}`, session: () => session });
     const ids = [];
     for (const title of creates) {
       const body = { entity: "plan", title };
@@ -20,7 +19,7 @@ self.onmessage = async (event) => {
       );
       ids.push(row.id);
     }
-    const report = await outbox.flush({ owner: session.user, ...transport({ session: () => session }) });
+    const report = await outbox.flush();
     postMessage({ tabId: outbox.tabId, ids, report });
     outbox.close();
   } catch (e) {

@@ -106,3 +106,38 @@ test("<outbox-inspector> shows another page's rows live: state, claim, successor
   await expect(inspector.locator("[part=metrics]")).toHaveText(/^total 0 /);
   await context.close();
 });
+
+test("tab-outbox/react: useLiveRecords shows another page's records live, and re-renders only when they change", async ({ browser }) => {
+  const context = await browser.newContext();
+  const db = `react-${Date.now()}`;
+  const a = await context.newPage();
+  const b = await context.newPage();
+  await open(a, `${db}&tab=tab-a`);
+  await open(b, `${db}&tab=tab-b&react`);
+  const todos = b.locator("#todos li");
+  await expect(b.locator("#todos")).toBeAttached(); // read: an empty list
+  await expect(todos).toHaveCount(0);
+  // Page A writes a todo with its operation: page B's component shows it.
+  await a.evaluate(() =>
+    window.consumer!.outbox.enqueue(
+      { owner: "alice", kind: "create", body: { title: "milk" } },
+      { writes: [{ store: "todos", put: { key: "t:1", title: "milk", done: false } }] },
+    ),
+  );
+  await expect(todos).toHaveText(["milk"]);
+  const rendersAfterMilk = await b.evaluate(() => window.consumer!.renders.count);
+  // Queue-only commits (a failing attempt) and a write leaving the todos as they were: no render.
+  await a.evaluate(async () => {
+    const o = window.consumer!.outbox;
+    await o.flush({ owner: "alice", send: () => ({ type: "transient", code: "HTTP_503" }) });
+    await o.enqueue({ owner: "alice", kind: "update", target: "t:1", body: {} }, { writes: [{ store: "todos", patch: "t:1", set: { title: "milk" } }] });
+  });
+  await b.waitForTimeout(500);
+  expect(await b.evaluate(() => window.consumer!.renders.count)).toBe(rendersAfterMilk);
+  // A change: one more render with the fresh records.
+  await a.evaluate(() =>
+    window.consumer!.outbox.enqueue({ owner: "alice", kind: "update", target: "t:1", body: {} }, { writes: [{ store: "todos", patch: "t:1", set: { done: true } }] }),
+  );
+  await expect(todos).toHaveText(["milk ✓"]);
+  await context.close();
+});

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The package as a newcomer gets it: pack pkg/ into a tarball, install that tarball into this
+# The package as a newcomer gets it: pack pkg/ into a tarball, install that tarball (with React,
+# package.json: tab-outbox/react is tested too) into this
 # small Vite app, type-check the app (`tsc`, as `tsc && vite build` does), build it for
 # production, then serve the build on loopback and drive it with Playwright (the page,
 # a dedicated module worker and a module service worker). Needs a built pkg/ (scripts/build.sh).

@@ -20,15 +20,22 @@ const SHIPPED = [
   "LICENSE-APACHE",
   "LICENSE-MIT",
   "README.md",
+  "configure.js",
+  "errors.js",
   "index.d.ts",
   "index.js",
   "inspector.d.ts",
   "inspector.js",
+  "live.js",
   "outbox_idb.d.ts",
   "outbox_idb.js",
   "outbox_idb_bg.wasm",
   "outbox_idb_bg.wasm.d.ts",
   "package.json",
+  "react.d.ts",
+  "react.js",
+  "schedule.js",
+  "transport.js",
 ];
 
 function packDryRun(dir) {

@@ -3,11 +3,13 @@
 // `window.consumer`.
 import { Outbox, type FlushReport, type OutboxRow, type UndecodableRow } from "tab-outbox";
 import "tab-outbox/inspector";
-import { fakeSend } from "./outbox.ts";
+import { fakeSend, RECORDS, type Stores } from "./outbox.ts";
+import { mountTodos, renders } from "./live.ts";
 import serviceWorkerUrl from "./sw.ts?worker&url";
 
 export interface Consumer {
-  outbox: Outbox;
+  outbox: Outbox<Stores>;
+  renders: { count: number };
   enqueue(owner: string, target: string, body: Record<string, unknown>): Promise<OutboxRow | null>;
   flush(owner: string): Promise<FlushReport>;
   rows(owner: string): Promise<Array<OutboxRow | UndecodableRow>>;
@@ -31,7 +33,7 @@ declare global {
 async function start(): Promise<void> {
   const params = new URLSearchParams(location.search);
   const dbName = params.get("db") ?? "consumer";
-  const outbox = await Outbox.open({ dbName, tabId: params.get("tab") ?? undefined });
+  const outbox = await Outbox.open<Stores>({ dbName, tabId: params.get("tab") ?? undefined, records: RECORDS });
   const notices: string[] = [];
   outbox.subscribe((notice) => notices.push(`${notice.tabId === outbox.tabId ? "self" : "other"}:${notice.change}`));
   // ?inspect=<owner>: the page shows the package's inspector for that owner.
@@ -42,8 +44,11 @@ async function start(): Promise<void> {
     inspector.setAttribute("owner", inspect);
     document.body.append(inspector);
   }
+  // ?react: the todos shown by a React component (tab-outbox/react).
+  if (params.has("react")) mountTodos(outbox);
   window.consumer = {
     outbox,
+    renders,
     enqueue: (owner, target, body) => outbox.enqueue({ owner, kind: "update", target, body }),
     flush: (owner) => outbox.flush({ owner, send: fakeSend }),
     rows: (owner) => outbox.rows(owner),

@@ -2,6 +2,11 @@
 // records and answers through the package's own classifier.
 import { classifyHttp, type Outcome, type SendOp } from "tab-outbox";
 
+/** The app's records, kept in the outbox's database (the React test shows them). */
+export interface Todo { key: string; title: string; done: boolean }
+export type Stores = { todos: Todo };
+export const RECORDS = { version: 1, stores: [{ name: "todos", keyPath: "key" }] };
+
 let nextId = 1;
 
 export function fakeSend(op: SendOp): Outcome {

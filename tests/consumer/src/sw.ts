@@ -1,7 +1,7 @@
 // A module service worker: opens the page's database, enqueues, flushes and answers the
 // page's message with the report.
 import { Outbox } from "tab-outbox";
-import { fakeSend } from "./outbox.ts";
+import { fakeSend, RECORDS } from "./outbox.ts";
 
 // The few service worker types used here (the app's tsconfig has the DOM lib, which
 // conflicts with the webworker lib).
@@ -21,7 +21,7 @@ self.addEventListener("message", (ev) => {
   const port = ev.ports[0];
   const work = (async () => {
     try {
-      const outbox = await Outbox.open({ dbName });
+      const outbox = await Outbox.open({ dbName, records: RECORDS });
       const row = await outbox.enqueue({ owner, kind: "update", target: "sw:1", body: { from: "service worker" } });
       const report = await outbox.flush({ owner, send: fakeSend });
       const tabId = outbox.tabId;
