@@ -78,8 +78,11 @@ import { gzipSync } from "node:zlib";
 // issue 34's SCHEMA_MISMATCH — a records declaration the database does not match (a store's
 // key changed, stores or indexes changed without raising records.version) refused at open,
 // before an upgrade changes anything, and an upgrade's error returned as the open's.
+// 183,700 → 184,800 (+0.8 KB, to 184,706 with both): issue 34's network rules — a flush
+// told the browser is offline claims nothing, a row deferred by the network is due once the
+// network returns, and the report's nextDueAt for the scheduler.
 // Issue 35 is where the module shrinks.
-const BUDGET_GZIP_BYTES = 183_700;
+const BUDGET_GZIP_BYTES = 184_800;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
