@@ -95,7 +95,9 @@ export class AutoFlush {
 
   /** A service worker's `sync` event: a flush that claims nothing after its budget. */
   async onSync(event) {
-    const report = await this.request({ deadline: this.clock() + this.settings.syncBudgetMs });
+    // The browser fires `sync` once the network is back: this flush is online, whatever the
+    // worker's navigator.onLine still reads.
+    const report = await this.request({ deadline: this.clock() + this.settings.syncBudgetMs, offline: false });
     // Rows left to retry: a rejected `sync` is fired again later, unless this was its last try.
     if (report && (report.deferred > 0 || report.offline) && !event.lastChance) {
       throw new Error("tab-outbox: rows left for a later sync");

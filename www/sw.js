@@ -65,7 +65,10 @@ async function flushOnce(why) {
     return { why, owner: session.user, tabId: outbox.tabId, report: null, left: (await outbox.metrics(session.user)).byState.queued };
   }
   // The configured ports; `send` wraps the configured one with the test hook below.
-  const report = await outbox.flush({ owner: session.user, send, deadline: Date.now() + BUDGET_MS });
+  // A `sync` event is the browser saying the network is back: that flush is online, whatever
+  // the worker's navigator.onLine still reads (Chromium may update it later in a worker).
+  const network = why === "sync" ? { offline: false } : {};
+  const report = await outbox.flush({ owner: session.user, send, deadline: Date.now() + BUDGET_MS, ...network });
   const m = await outbox.metrics(session.user);
   history.push({ why, online: navigator.onLine, claimed: report.claimed, succeeded: report.succeeded, deferred: report.deferred });
   return { why, owner: session.user, tabId: outbox.tabId, report, left: m.byState.queued };
