@@ -47,7 +47,7 @@ use std::time::Duration;
 use tower_http::services::ServeDir;
 
 /// Entity types the demo knows.
-pub const ENTITIES: [&str; 2] = ["workout", "plan"];
+pub const ENTITIES: [&str; 3] = ["workout", "plan", "todo"];
 
 /// Lists a command may append to (`POST /api/records/{entity}/{id}/{field}`).
 pub const APPENDABLE: [&str; 1] = ["sets"];
