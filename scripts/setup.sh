@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the project needs, skipping whatever is already present at the right
 # version. Safe to run again and again; needs no input.
-# Usage: scripts/setup.sh [rust|browser|all|engines]
+# Usage: scripts/setup.sh [rust|browser|all|engines|bench]
 #   engines: the other two browser engines (Firefox ESR + geckodriver, WebKitGTK's
 #   WebKitWebDriver + MiniBrowser under Xvfb), for tests/engines/.
+#   bench: twiggy, for the benchmark's breakdown of the wasm module's size.
 set -euo pipefail
 want="${1:-all}"
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -11,6 +12,7 @@ log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 WASM_PACK_VERSION=0.15.1
 WASM_BINDGEN_VERSION=0.2.130
 GECKODRIVER_VERSION=0.37.1
+TWIGGY_VERSION=0.8.0
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -26,6 +28,15 @@ apt_install() {
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq "$@" >/dev/null
 }
+
+if [ "$want" = bench ]; then
+  # The benchmark's size breakdown (scripts/wasm-breakdown.mjs) reads the module with twiggy.
+  if ! twiggy --version 2>/dev/null | grep -q "$TWIGGY_VERSION"; then
+    log "installing twiggy $TWIGGY_VERSION (about 2 minutes)"
+    cargo install --locked twiggy --version "$TWIGGY_VERSION"
+  fi
+  exit 0
+fi
 
 if [ "$want" = engines ]; then
   # Debian's packages, never a downloaded browser: the npm geckodriver package and
