@@ -139,6 +139,30 @@ test("the package's service worker answers `sync` of its tag: the rows a page le
   expect(await queued(page)).toEqual([]);
 });
 
+test("a stopped worker woken by `sync` answers it: the package listens before its outbox has opened", async ({ context }) => {
+  const page = await openPage(context);
+  const { cdp, registrationId, worker } = await registerWorker(context, page);
+  const boot = (await seen(worker)).boot;
+  const ids = await rowsLeftOffline(context, page, worker, 2);
+  // Stopped as the browser stops an idle worker: `sync` starts it again, runs its script and
+  // sends the event at once, while `Outbox.open` is still loading the module.
+  const statuses: string[] = [];
+  cdp.on("ServiceWorker.workerVersionUpdated", (e: any) => statuses.push(...e.versions.map((v: any) => v.runningStatus)));
+  await cdp.send("ServiceWorker.stopAllWorkers");
+  await expect.poll(() => statuses.at(-1)).toBe("stopped");
+  await dispatchSync(cdp, registrationId, DEFAULT_TAG);
+  // (Playwright keeps one Worker for the registration's version: it reaches the new run.)
+  await expect.poll(async () => (await seen(worker)).boot).not.toBe(boot);
+  // The package took the event up (its promise, not only the worker's start flush, sent them).
+  await expect.poll(async () => (await seen(worker)).waits.map((w) => [w.tag, w.state])).toEqual([[DEFAULT_TAG, "fulfilled"]]);
+  const hook = await seen(worker);
+  expect(hook.events).toEqual([{ tag: DEFAULT_TAG, lastChance: false }]);
+  expect(hook.sends.sort()).toEqual([...ids].sort());
+  const applied = await appliedById();
+  for (const id of ids) expect(applied[id], id).toBe(1);
+  expect(await queued(page)).toEqual([]);
+});
+
 test("rows left after the sync flush (a retryable failure): the sync event's promise rejects, so the browser fires it again", async ({ context }) => {
   const page = await openPage(context);
   const { cdp, registrationId, worker } = await registerWorker(context, page);
