@@ -38,6 +38,8 @@ interface Hook {
   events: { tag: string; lastChance: boolean }[];
   waits: { tag: string; lastChance: boolean; state: string; error: string | null }[];
   sends: string[];
+  flushing: number;
+  flushed: number;
 }
 
 /** What the worker's test hook saw (fixtures/sync-sw/observe.js). */
@@ -74,6 +76,9 @@ async function registerWorker(context: BrowserContext, page: Page, tag?: string)
   await expect.poll(() => context.serviceWorkers().length).toBe(1);
   const worker = context.serviceWorkers()[0];
   await worker.evaluate(() => (self as any).outboxOpening);
+  // The flush of what was queued when the outbox opened (nothing) ends first: rows enqueued
+  // after it are sent by nothing but an event.
+  await expect.poll(async () => ((h) => h.flushed >= 1 && h.flushing === 0)(await seen(worker))).toBe(true);
   return { cdp, registrationId: registrations[0], worker };
 }
 
