@@ -183,6 +183,28 @@ test("rows left after the sync flush (a retryable failure): the sync event's pro
   expect((await queued(page)).map((r) => [r.id, r.state])).toEqual([[id, "queued"]]);
 });
 
+test("a sync that finds the rows waiting out a backoff rejects too: resolving it would drop the browser's sync while they wait", async ({ context }) => {
+  const page = await openPage(context);
+  const { cdp, registrationId, worker } = await registerWorker(context, page);
+  // A page's own flush of the row answered a retryable failure: it waits a minute (after
+  // such a flush an autoFlush page registers the sync tag, and online the browser fires it
+  // at once).
+  const report = await page.evaluate(async ({ db, user }) => {
+    const w = window as any;
+    await w.t.outbox.enqueue({ owner: user, kind: "create", body: { entity: "plan" } });
+    return w.t.outbox.flush({ owner: user, send: async () => ({ type: "transient", code: "HTTP_503", retryAfterMs: 60_000 }) });
+  }, { db, user });
+  expect(report.deferred).toBe(1);
+
+  await dispatchSync(cdp, registrationId, DEFAULT_TAG);
+  await expect.poll(async () => (await seen(worker)).waits.map((w) => w.state)).toEqual(["rejected"]);
+  expect((await seen(worker)).sends).toEqual([]); // not due: nothing sent, the row still queued
+  expect((await queued(page)).map((r) => r.state)).toEqual(["queued"]);
+  // Its last chance: the browser will not fire it again, so it resolves.
+  await dispatchSync(cdp, registrationId, DEFAULT_TAG, true);
+  await expect.poll(async () => (await seen(worker)).waits.map((w) => w.state)).toEqual(["rejected", "fulfilled"]);
+});
+
 test("a `sync` event of another tag flushes nothing; one of the outbox's tag then does", async ({ context }) => {
   const tag = `app-sync-${uid()}`;
   const page = await openPage(context);
