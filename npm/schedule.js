@@ -99,7 +99,11 @@ export class AutoFlush {
     // worker's navigator.onLine still reads.
     const report = await this.request({ deadline: this.clock() + this.settings.syncBudgetMs, offline: false });
     // Rows left to retry: a rejected `sync` is fired again later, unless this was its last try.
-    if (report && (report.deferred > 0 || report.offline) && !event.lastChance) {
+    // Also rows this flush did not attempt because they wait out a backoff (a page's failed
+    // send deferred them, and online the browser fires the page's sync at once) or another
+    // tab's lease: `nextDueAt` says when. Resolving would end the sync with them still queued.
+    const waiting = typeof report?.nextDueAt === "number";
+    if (report && (report.deferred > 0 || report.offline || waiting) && !event.lastChance) {
       throw new Error("tab-outbox: rows left for a later sync");
     }
   }
