@@ -9,6 +9,7 @@ use crate::inner::{Inner, Options};
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
@@ -22,28 +23,14 @@ pub struct Outbox {
     pub(crate) inner: Rc<Inner>,
 }
 
-/// Runs an async API body as a promise that rejects with a coded `Error`.
-pub(crate) fn promise<F, T>(fut: F) -> Promise
-where
-    F: Future<Output = Result<T>> + 'static,
-    T: Into<JsValue>,
-{
-    settle(Box::pin(async move { fut.await.map(Into::into) }))
-}
+/// An API call's body: one type of future (boxed) for every exported method, so what
+/// turns it into a promise is built into the wasm module once, not once per method (about
+/// 19 KB raw, issue 35).
+pub(crate) type Call = Pin<Box<dyn Future<Output = Result<JsValue>>>>;
 
-/// [`promise`] for a body that rejects with a value of its own (a flush's error carries
-/// its report).
-fn promise_rejecting<F>(fut: F) -> Promise
-where
-    F: Future<Output = std::result::Result<JsValue, JsValue>> + 'static,
-{
-    crate::panic::guarded(Box::pin(fut))
-}
-
-/// [`promise`] behind one type of future: `future_to_promise`'s machinery is built into
-/// the wasm module once, not once per exported method (about 28 KB raw, issue 12).
-/// A panic inside rejects it with `INTERNAL` ([`crate::panic`]).
-fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
+/// Runs an async API body as a promise that rejects with a coded `Error`. A panic inside
+/// rejects it with `INTERNAL` ([`crate::panic`]).
+pub(crate) fn promise(fut: Call) -> Promise {
     crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
 }
 
@@ -67,7 +54,7 @@ impl Outbox {
     /// (default 5000): close or reload that tab, then open again.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
-        promise(Outbox::open_with(options))
+        promise(Box::pin(async move { Outbox::open_with(options).await.map(JsValue::from) }))
     }
 
     /// The IndexedDB database name.
@@ -117,7 +104,7 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushReport>")]
     pub fn flush(&self, #[wasm_bindgen(unchecked_param_type = "FlushOptions")] options: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise_rejecting(async move {
+        crate::panic::guarded(Box::pin(async move {
             inner.check_open()?;
             let owner = crate::args::owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
             let ports = Ports::parse(&options, true)?;
@@ -175,7 +162,7 @@ impl Outbox {
             // receipts of answers already applied are not lost with it.
             let report = drive(&inner, flush, &ports).await?;
             Ok(to_js(&report))
-        })
+        }))
     }
 }
 
