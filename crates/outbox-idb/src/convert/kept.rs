@@ -21,7 +21,6 @@ use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
 /// Where the planner's JSON of an unsendable row keeps its body and why it is unsendable.
@@ -38,9 +37,12 @@ struct Entry {
     whole: JsValue,
 }
 
+/// Kept rows sorted by id (binary search): a vector, not a hash map, so no hash table is
+/// built into the wasm module for it (issue 35). Entries are few (rows holding what JSON
+/// cannot), and at most [`MAX_ROWS_KEPT`].
 #[derive(Default)]
 struct Registry {
-    rows: HashMap<String, Entry>,
+    rows: Vec<(String, Entry)>,
     generation: u64,
 }
 
@@ -128,19 +130,33 @@ pub fn unsendable_reason(raw: &Value) -> Option<String> {
 }
 
 impl Registry {
+    fn at(&self, id: &str) -> std::result::Result<usize, usize> {
+        self.rows.binary_search_by(|(k, _)| k.as_str().cmp(id))
+    }
+
+    fn get(&self, id: &str) -> Option<&Entry> {
+        self.at(id).ok().map(|i| &self.rows[i].1)
+    }
+
     fn remember(&mut self, id: &str, kept: Vec<Kept>, whole: &JsValue) {
+        let at = self.at(id);
         if kept.is_empty() {
-            self.rows.remove(id);
+            if let Ok(i) = at {
+                self.rows.remove(i);
+            }
             return;
         }
         self.generation += 1;
         let entry = Entry { generation: self.generation, kept, whole: whole.clone() };
-        self.rows.insert(id.to_owned(), entry);
+        match at {
+            Ok(i) => self.rows[i].1 = entry,
+            Err(i) => self.rows.insert(i, (id.to_owned(), entry)),
+        }
         if self.rows.len() > MAX_ROWS_KEPT {
-            let mut generations: Vec<u64> = self.rows.values().map(|e| e.generation).collect();
-            generations.sort_unstable();
-            let cut = generations[generations.len() / 2];
-            self.rows.retain(|_, e| e.generation >= cut);
+            // The oldest half goes: each generation is at most one entry, so the entries of
+            // the last `MAX_ROWS_KEPT / 2` generations are at most half.
+            let cut = self.generation - (MAX_ROWS_KEPT / 2) as u64;
+            self.rows.retain(|(_, e)| e.generation > cut);
         }
     }
 
@@ -148,13 +164,13 @@ impl Registry {
     /// names (`id` itself, or the row a re-issued one came from), at that path, else at
     /// another path of that row.
     fn original(&self, id: &str, path: &[Seg], marker: &str) -> Option<JsValue> {
-        let kept = &self.rows.get(source(marker).unwrap_or(id))?.kept;
+        let kept = &self.get(source(marker).unwrap_or(id))?.kept;
         let at = |same_path: bool| kept.iter().find(|k| k.marker == marker && (!same_path || k.path == path));
         at(true).or_else(|| at(false)).map(|k| k.value.clone())
     }
 
     fn whole(&self, id: &str) -> Option<JsValue> {
-        self.rows.get(id).map(|e| e.whole.clone())
+        self.get(id).map(|e| e.whole.clone())
     }
 }
 

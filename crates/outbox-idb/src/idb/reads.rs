@@ -9,7 +9,6 @@ use crate::error::{OutboxError, Result};
 use js_sys::Array;
 use outbox_core::Scope;
 use serde_json::Value;
-use std::collections::HashSet;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -56,12 +55,23 @@ pub(super) async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
     for p in pending {
         out.extend(values(p.await.map_err(|e| OutboxError::storage("read", &e))?)?);
     }
-    Ok(dedup(&out).into_iter().cloned().collect())
+    Ok(dedup(out))
 }
 
-fn dedup(rows: &[Value]) -> Vec<&Value> {
-    let mut seen = HashSet::new();
-    rows.iter().filter(|r| seen.insert(view::key(r))).collect()
+/// `rows` without the later copies of a row: the rows' indices sorted by key (the shared
+/// stable sort, `n log n`; no hash set is built into the wasm module for it, issue 35).
+fn dedup(rows: Vec<Value>) -> Vec<Value> {
+    let keys: Vec<String> = rows.iter().map(view::key).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    outbox_core::sort::stable_by(&mut order, |&a, &b| keys[a].cmp(&keys[b]));
+    // Stable: of equal keys, the first read comes first and stays.
+    let mut later = vec![false; rows.len()];
+    for pair in order.windows(2) {
+        if keys[pair[0]] == keys[pair[1]] {
+            later[pair[1]] = true;
+        }
+    }
+    rows.into_iter().zip(later).filter_map(|(row, later)| (!later).then_some(row)).collect()
 }
 
 pub(super) fn values(array: JsValue) -> Result<Vec<Value>> {
