@@ -94,7 +94,7 @@ pub(super) fn text(v: &JsValue) -> String {
 }
 
 fn article(name: &str) -> String {
-    let vowel = name.chars().next().is_some_and(|c| "AEIOUaeiou".contains(c));
+    let vowel = name.bytes().next().is_some_and(|c| b"AEIOUaeiou".contains(&c));
     format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
