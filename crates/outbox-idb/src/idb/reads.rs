@@ -60,7 +60,7 @@ pub(super) async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
 
 /// `rows` without the later copies of a row: the rows' indices sorted by key (the shared
 /// stable sort, `n log n`; no hash set is built into the wasm module for it, issue 35).
-fn dedup(rows: Vec<Value>) -> Vec<Value> {
+fn dedup(mut rows: Vec<Value>) -> Vec<Value> {
     let keys: Vec<String> = rows.iter().map(view::key).collect();
     let mut order: Vec<usize> = (0..rows.len()).collect();
     outbox_core::sort::stable_by(&mut order, |&a, &b| keys[a].cmp(&keys[b]));
@@ -71,7 +71,9 @@ fn dedup(rows: Vec<Value>) -> Vec<Value> {
             later[pair[1]] = true;
         }
     }
-    rows.into_iter().zip(later).filter_map(|(row, later)| (!later).then_some(row)).collect()
+    let mut later = later.into_iter();
+    rows.retain(|_| !later.next().unwrap_or(false));
+    rows
 }
 
 pub(super) fn values(array: JsValue) -> Result<Vec<Value>> {
