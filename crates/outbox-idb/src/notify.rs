@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{BroadcastChannel, MessageEvent};
+use web_sys::{BroadcastChannel, Event, MessageEvent};
 
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
@@ -175,7 +175,9 @@ pub struct Notifier {
     outgoing: Option<Rc<Outgoing>>,
     subscribers: Subscribers,
     next_id: RefCell<u32>,
-    _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
+    /// Typed as taking an `Event` (it gets a `MessageEvent`): one closure type for every
+    /// event handler of the crate, built into the wasm module once (issue 35).
+    _on_message: Option<Closure<dyn FnMut(Event)>>,
     tab_id: String,
     last_changes: LastChanges,
 }
@@ -190,8 +192,8 @@ impl Notifier {
         let on_message = channel.as_ref().map(|ch| {
             let subs = subscribers.clone();
             let last = last_changes.clone();
-            let closure = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                let data = ev.data();
+            let closure = Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+                let data = ev.unchecked_into::<MessageEvent>().data();
                 let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok().and_then(|v| v.as_string());
                 if field("change").as_deref() == Some(FLUSH_CHANGE) {
                     if let Some(owner) = field("owner") {

@@ -83,7 +83,8 @@ impl Outbox {
         let inner = Rc::downgrade(&self.inner);
         // Callable any number of times (only the first does anything): an app's cleanup
         // may well run twice.
-        let unsubscribe = Closure::<dyn Fn()>::new(move || {
+        // `FnMut`, as the crate's other closures of no argument: one closure type (issue 35).
+        let unsubscribe = Closure::<dyn FnMut()>::new(move || {
             if let Some(i) = inner.upgrade() {
                 i.notifier.unsubscribe(id);
             }
