@@ -148,9 +148,12 @@ impl Drop for Connection {
 #[derive(Clone)]
 struct PendingOpen(Rc<Opening>);
 
+/// What opening yields.
+type Open = Pin<Box<dyn Future<Output = Result<IdbDatabase>>>>;
+
 struct Opening {
     /// The open, until it completes.
-    fut: RefCell<Option<Pin<Box<dyn Future<Output = Result<IdbDatabase>>>>>>,
+    fut: RefCell<Option<Open>>,
     /// Its result, once it completed.
     out: RefCell<Option<Result<IdbDatabase>>>,
     waiting: Arc<Waiting>,
