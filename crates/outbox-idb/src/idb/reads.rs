@@ -58,21 +58,12 @@ pub(super) async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
     Ok(dedup(out))
 }
 
-/// `rows` without the later copies of a row: the rows' indices sorted by key (the shared
-/// stable sort, `n log n`; no hash set is built into the wasm module for it, issue 35).
+/// `rows` without the later copies of a row. The keys seen are kept in a `serde_json::Map`,
+/// the module's one map (as in [`view`]): no other set is built into the wasm module for
+/// this (issue 35), and each row costs one look-up.
 fn dedup(mut rows: Vec<Value>) -> Vec<Value> {
-    let keys: Vec<String> = rows.iter().map(view::key).collect();
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    outbox_core::sort::stable_by(&mut order, |&a, &b| keys[a].cmp(&keys[b]));
-    // Stable: of equal keys, the first read comes first and stays.
-    let mut later = vec![false; rows.len()];
-    for pair in order.windows(2) {
-        if keys[pair[0]] == keys[pair[1]] {
-            later[pair[1]] = true;
-        }
-    }
-    let mut later = later.into_iter();
-    rows.retain(|_| !later.next().unwrap_or(false));
+    let mut seen = serde_json::Map::new();
+    rows.retain(|row| seen.insert(view::key(row), Value::Null).is_none());
     rows
 }
 
