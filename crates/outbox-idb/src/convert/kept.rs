@@ -200,7 +200,7 @@ pub fn to_app(row: &Value) -> JsValue {
 
 /// JSON as JS ([`to_js`]), each marker replaced by the value `original` gives for it
 /// (`Err(path)` of the first one, in document order, that has none).
-fn build(v: &Value, original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>) -> Result<JsValue, String> {
+fn build(v: &Value, original: &mut Original<'_>) -> Result<JsValue, String> {
     if let Some(m) = as_marker(v) {
         return original(&[], m).ok_or_else(|| path_string(&[]));
     }
@@ -220,37 +220,49 @@ fn has_marker(v: &Value) -> bool {
 }
 
 /// Sets the original of each marker below `v` into `js`, the JS built from `v`.
-fn patch(
-    js: &JsValue,
-    v: &Value,
-    path: &mut Vec<Seg>,
-    original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>,
-) -> Result<(), String> {
-    let children: Box<dyn Iterator<Item = (Seg, &Value)>> = match v {
-        Value::Object(map) => Box::new(map.iter().map(|(k, item)| (Seg::Key(k.clone()), item))),
-        Value::Array(items) => Box::new(items.iter().enumerate().map(|(i, item)| (Seg::Index(i as u32), item))),
-        _ => return Ok(()),
-    };
-    for (seg, item) in children {
-        if !matches!(item, Value::Object(_) | Value::Array(_)) {
-            continue;
-        }
-        let key = match &seg {
-            Seg::Key(k) => JsValue::from_str(k),
-            Seg::Index(i) => JsValue::from(*i),
-        };
-        path.push(seg);
-        let done = match as_marker(item) {
-            Some(m) => original(path, m).ok_or_else(|| path_string(path)).map(|o| {
-                let _ = Reflect::set(js, &key, &o);
-            }),
-            None if has_marker(item) => {
-                patch(&Reflect::get(js, &key).unwrap_or(JsValue::UNDEFINED), item, path, original)
+fn patch(js: &JsValue, v: &Value, path: &mut Vec<Seg>, original: &mut Original<'_>) -> Result<(), String> {
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map {
+                patch_child(js, Seg::Key(k.clone()), item, path, original)?;
             }
-            None => Ok(()),
-        };
-        path.pop();
-        done?;
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                patch_child(js, Seg::Index(i as u32), item, path, original)?;
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
+
+/// [`patch`] of one child `item` of `js`, at `seg`.
+fn patch_child(
+    js: &JsValue,
+    seg: Seg,
+    item: &Value,
+    path: &mut Vec<Seg>,
+    original: &mut Original<'_>,
+) -> Result<(), String> {
+    if !matches!(item, Value::Object(_) | Value::Array(_)) {
+        return Ok(());
+    }
+    let key = match &seg {
+        Seg::Key(k) => JsValue::from_str(k),
+        Seg::Index(i) => JsValue::from(*i),
+    };
+    path.push(seg);
+    let done = match as_marker(item) {
+        Some(m) => original(path, m).ok_or_else(|| path_string(path)).map(|o| {
+            let _ = Reflect::set(js, &key, &o);
+        }),
+        None if has_marker(item) => patch(&Reflect::get(js, &key).unwrap_or(JsValue::UNDEFINED), item, path, original),
+        None => Ok(()),
+    };
+    path.pop();
+    done
+}
+
+/// The original a marker stands for, at a path.
+type Original<'a> = dyn FnMut(&[Seg], &str) -> Option<JsValue> + 'a;
