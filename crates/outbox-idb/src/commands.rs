@@ -143,14 +143,16 @@ impl Outbox {
                 })
                 .collect();
             outbox_core::sort::stable_by_key(&mut out, |(raw, _)| stored_order_key(raw));
-            let out: Array = out
-                .iter()
-                .map(|(raw, stored)| match stored {
+            // Pushed one by one: a `collect` into an `Array` builds its own copy of the
+            // extend loop for every iterator type (issue 35).
+            let list = Array::new();
+            for (raw, stored) in &out {
+                list.push(&match stored {
                     Stored::Row(_) => row_to_js(raw),
                     Stored::Undecodable(u) => undecodable_entry(u),
-                })
-                .collect();
-            Ok(JsValue::from(out))
+                });
+            }
+            Ok(JsValue::from(list))
         }))
     }
 
@@ -255,16 +257,12 @@ impl Outbox {
         let inner = self.inner.clone();
         promise(Box::pin(async move {
             inner.check_open()?;
-            let out: Array = inner
-                .store
-                .read_all()
-                .await?
-                .iter()
-                .filter_map(|raw| match Stored::from_value(raw) {
-                    Stored::Undecodable(u) => Some(undecodable_entry(&u)),
-                    Stored::Row(_) => None,
-                })
-                .collect();
+            let out = Array::new();
+            for raw in &inner.store.read_all().await? {
+                if let Stored::Undecodable(u) = Stored::from_value(raw) {
+                    out.push(&undecodable_entry(&u));
+                }
+            }
             Ok(JsValue::from(out))
         }))
     }

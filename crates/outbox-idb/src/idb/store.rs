@@ -134,7 +134,11 @@ impl Store {
             })
             .await?
             .unchecked_into();
-        Ok(all.iter().filter(|v| records::moved_to(v).is_none()).collect::<Array>().into())
+        let records = Array::new();
+        for v in all.iter().filter(|v| records::moved_to(v).is_none()) {
+            records.push(&v);
+        }
+        Ok(records.into())
     }
 
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
