@@ -101,8 +101,9 @@ impl Outgoing {
 
     /// Ends the window now, posting what it gathered (the outbox is closing).
     fn finish(&self) {
-        for p in self.queued.borrow_mut().drain(..) {
-            self.post(&p);
+        let queued = std::mem::take(&mut *self.queued.borrow_mut());
+        for p in &queued {
+            self.post(p);
         }
         if let (Some(id), Ok(clear)) =
             (self.timeout.borrow_mut().take(), js_sys::Reflect::get(&js_sys::global(), &"clearTimeout".into()))
@@ -117,7 +118,7 @@ impl Outgoing {
     /// The end of a window.
     fn tick(self: &Rc<Self>) {
         self.timeout.borrow_mut().take();
-        let gathered: Vec<Pending> = self.queued.borrow_mut().drain(..).collect();
+        let gathered = std::mem::take(&mut *self.queued.borrow_mut());
         if gathered.is_empty() {
             self.window_open.set(false);
             return;
@@ -152,15 +153,13 @@ impl Outgoing {
 fn message(tab_id: &str, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) -> JsValue {
     let msg = js_sys::Object::new();
     if !records.is_empty() {
-        let list: js_sys::Array = records
-            .iter()
-            .map(|(store, key)| {
-                let r = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
-                let _ = js_sys::Reflect::set(&r, &"key".into(), key);
-                JsValue::from(r)
-            })
-            .collect();
+        let list = js_sys::Array::new();
+        for (store, key) in records {
+            let r = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
+            let _ = js_sys::Reflect::set(&r, &"key".into(), key);
+            list.push(&r);
+        }
         let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
     }
     let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &tab_id.into());
