@@ -293,7 +293,11 @@ fn unref(channel: &BroadcastChannel) {
 }
 
 fn deliver(subs: &Subscribers, msg: &JsValue) {
-    let list: Vec<js_sys::Function> = subs.borrow().iter().map(|(_, f)| f.clone()).collect();
+    // A copy: a callback may subscribe or unsubscribe.
+    let mut list: Vec<js_sys::Function> = Vec::new();
+    for (_, f) in subs.borrow().iter() {
+        list.push(f.clone());
+    }
     for f in list {
         if let Err(e) = f.call1(&JsValue::NULL, msg) {
             let what = JsValue::from_str("outbox: a subscribe callback threw");

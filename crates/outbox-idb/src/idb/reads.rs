@@ -69,5 +69,9 @@ fn dedup(mut rows: Vec<Value>) -> Vec<Value> {
 
 pub(super) fn values(array: JsValue) -> Result<Vec<Value>> {
     let array: Array = array.dyn_into().map_err(|_| OutboxError::storage("read", &"not an array".into()))?;
-    Ok(array.iter().map(|v| stored_from_js(&v)).collect())
+    let mut rows = Vec::with_capacity(array.length() as usize);
+    for v in array.iter() {
+        rows.push(stored_from_js(&v));
+    }
+    Ok(rows)
 }

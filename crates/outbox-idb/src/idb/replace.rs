@@ -146,10 +146,10 @@ impl Store {
         puts.retain(|(id, _)| stand.contains(id));
         for (id, value) in &writes {
             match value {
-                None => store.delete(&JsValue::from_str(id)).map(drop),
+                Value::Null => store.delete(&JsValue::from_str(id)).map(drop),
                 // Markers become the stored values they stand for again (SPEC §3 rule 2). A
                 // failure returns early: the armed guard aborts, so nothing is half-written.
-                Some(v) => stored_to_js(id, v).and_then(|js| {
+                v => stored_to_js(id, v).and_then(|js| {
                     store.put(&js)?;
                     puts.push((id.clone(), js));
                     Ok(())

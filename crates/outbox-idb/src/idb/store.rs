@@ -157,7 +157,11 @@ impl Store {
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner_ids(self: &Rc<Self>, owner: &str) -> Result<Vec<String>> {
         let array: Array = self.read_owner_queue(owner, true).await?.unchecked_into();
-        Ok(array.iter().filter_map(|k| k.as_string()).collect())
+        let mut ids = Vec::with_capacity(array.length() as usize);
+        for id in array.iter().filter_map(|k| k.as_string()) {
+            ids.push(id);
+        }
+        Ok(ids)
     }
 
     /// `getAll` (or `getAllKeys`, primary keys) of `owner`'s range of the `[owner, savedAt]`
