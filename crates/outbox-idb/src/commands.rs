@@ -128,20 +128,17 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
-            let mut out: Vec<(Value, Stored)> = inner
-                .store
-                .read_owner_values(&owner)
-                .await?
-                .into_iter()
-                .map(|raw| {
-                    let stored = Stored::from_value(&raw);
-                    (raw, stored)
-                })
-                .filter(|(_, stored)| match stored {
+            let mut out: Vec<(Value, Stored)> = Vec::new();
+            for raw in inner.store.read_owner_values(&owner).await? {
+                let stored = Stored::from_value(&raw);
+                let owned = match &stored {
                     Stored::Row(r) => r.owner == owner,
                     Stored::Undecodable(u) => u.owner.as_deref() == Some(&owner),
-                })
-                .collect();
+                };
+                if owned {
+                    out.push((raw, stored));
+                }
+            }
             outbox_core::sort::stable_by_key(&mut out, |(raw, _)| stored_order_key(raw));
             // Pushed one by one: a `collect` into an `Array` builds its own copy of the
             // extend loop for every iterator type (issue 35).
