@@ -19,10 +19,10 @@ impl Outbox {
     #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
     pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             let n = owner_wide(&inner, &owner, "resumeHeld", plan_resume_held).await?;
             Ok(JsValue::from(n as u32))
-        })
+        }))
     }
 
     /// Re-issues a blocked row under a new operation id (SPEC §7), with `body` replacing its
@@ -36,7 +36,7 @@ impl Outbox {
         #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let writes = writes_arg(&options)?;
@@ -60,7 +60,7 @@ impl Outbox {
                 inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
             }
             Ok(JsValue::from_bool(ok))
-        })
+        }))
     }
 
     /// Removes one row of `owner` (`null` for an undecodable row whose owner cannot be
@@ -73,7 +73,7 @@ impl Outbox {
         #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_null() { None } else { Some(owner_arg(&owner)?) };
             let row_id = id_arg(&row_id)?;
@@ -101,16 +101,16 @@ impl Outbox {
                 inner.notifier.changed_records("discard", owner.as_deref(), &changed);
             }
             Ok(JsValue::from_bool(ok))
-        })
+        }))
     }
 
     /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
     #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
     pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             let n = owner_wide(&inner, &owner, "purgeOwner", plan_purge_owner).await?;
             Ok(JsValue::from(n as u32))
-        })
+        }))
     }
 }

@@ -47,8 +47,11 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
     if len > f64::from(max) {
         return Err(format!(" holds more than {max} items"));
     }
-    let read = |i| Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"));
-    (0..len as u32).map(read).collect::<std::result::Result<_, _>>().map(Some)
+    let mut items = Vec::new();
+    for i in 0..len as u32 {
+        items.push(Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"))?);
+    }
+    Ok(Some(items))
 }
 
 /// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when

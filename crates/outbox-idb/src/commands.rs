@@ -37,7 +37,7 @@ impl Outbox {
         #[wasm_bindgen(unchecked_optional_param_type = "EnqueueOptions")] options: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             if !op.is_object() {
                 return Err(OutboxError::invalid("the operation must be an object {owner, kind, target?, body, …}"));
@@ -71,7 +71,7 @@ impl Outbox {
             // copy, so the app may change this one).
             let row = stored.flatten().and_then(|id| done.puts.into_iter().find(|(i, _)| *i == id));
             Ok(row.map_or(JsValue::NULL, |(_, js)| js))
-        })
+        }))
     }
 
     /// The app record under `key` in `store`, or `undefined`.
@@ -82,11 +82,11 @@ impl Outbox {
         #[wasm_bindgen(unchecked_param_type = "IDBValidKey")] key: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
             inner.store.read_record(&store, &key).await
-        })
+        }))
     }
 
     /// The app records of `store` in key order; `query.index` reads through an index,
@@ -98,7 +98,7 @@ impl Outbox {
         #[wasm_bindgen(unchecked_optional_param_type = "RecordsQuery")] query: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
             let get = |k: &str| {
@@ -117,7 +117,7 @@ impl Outbox {
                 ),
             };
             inner.store.read_records(&store, index.as_deref(), &get("range")).await
-        })
+        }))
     }
 
     /// Every row of `owner` in `(savedAt, id)` order; undecodable ones as
@@ -125,33 +125,32 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<Array<OutboxRow | UndecodableRow>>")]
     pub fn rows(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
-            let mut out: Vec<(Value, Stored)> = inner
-                .store
-                .read_owner_values(&owner)
-                .await?
-                .into_iter()
-                .map(|raw| {
-                    let stored = Stored::from_value(&raw);
-                    (raw, stored)
-                })
-                .filter(|(_, stored)| match stored {
+            let mut out: Vec<(Value, Stored)> = Vec::new();
+            for raw in inner.store.read_owner_values(&owner).await? {
+                let stored = Stored::from_value(&raw);
+                let owned = match &stored {
                     Stored::Row(r) => r.owner == owner,
                     Stored::Undecodable(u) => u.owner.as_deref() == Some(&owner),
-                })
-                .collect();
+                };
+                if owned {
+                    out.push((raw, stored));
+                }
+            }
             outbox_core::sort::stable_by_key(&mut out, |(raw, _)| stored_order_key(raw));
-            let out: Array = out
-                .iter()
-                .map(|(raw, stored)| match stored {
+            // Pushed one by one: a `collect` into an `Array` builds its own copy of the
+            // extend loop for every iterator type (issue 35).
+            let list = Array::new();
+            for (raw, stored) in &out {
+                list.push(&match stored {
                     Stored::Row(_) => row_to_js(raw),
                     Stored::Undecodable(u) => undecodable_entry(u),
-                })
-                .collect();
-            Ok(JsValue::from(out))
-        })
+                });
+            }
+            Ok(JsValue::from(list))
+        }))
     }
 
     /// Claims one row (SPEC §5). Resolves with the ticket, or `null` when the row is stale,
@@ -164,7 +163,7 @@ impl Outbox {
         #[wasm_bindgen(js_name = rowId, unchecked_param_type = "string")] row_id: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
@@ -202,7 +201,7 @@ impl Outbox {
                 }
                 _ => JsValue::NULL,
             })
-        })
+        }))
     }
 
     /// Applies an answer the app obtained itself (SPEC §6): `"applied"`, or `"not-mine"`
@@ -217,7 +216,7 @@ impl Outbox {
         #[wasm_bindgen(unchecked_optional_param_type = "AckPorts")] ports: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let ticket: Ticket = Ticket::from_json(&fields_from_js(&ticket, "ticket")?)
@@ -246,27 +245,23 @@ impl Outbox {
                 inner.outstanding.with(|o| o.end_app_claim(&owner, &row_id, fence));
             }
             Ok(JsValue::from_str(if applied? { "applied" } else { "not-mine" }))
-        })
+        }))
     }
 
     /// Every stored value this version cannot decode, of every owner: `{id, owner, error, raw}`.
     #[wasm_bindgen(unchecked_return_type = "Promise<UndecodableRow[]>")]
     pub fn undecodable(&self) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
-            let out: Array = inner
-                .store
-                .read_all()
-                .await?
-                .iter()
-                .filter_map(|raw| match Stored::from_value(raw) {
-                    Stored::Undecodable(u) => Some(undecodable_entry(&u)),
-                    Stored::Row(_) => None,
-                })
-                .collect();
+            let out = Array::new();
+            for raw in &inner.store.read_all().await? {
+                if let Stored::Undecodable(u) = Stored::from_value(raw) {
+                    out.push(&undecodable_entry(&u));
+                }
+            }
             Ok(JsValue::from(out))
-        })
+        }))
     }
 
     /// Counts by state, the oldest queued age, undecodable rows and this tab's counters
@@ -274,7 +269,7 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<Metrics>")]
     pub fn metrics(&self, #[wasm_bindgen(unchecked_optional_param_type = "string")] owner: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise(async move {
+        promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
             let rows = match &owner {
@@ -283,6 +278,6 @@ impl Outbox {
             };
             let counters = *inner.counters.borrow();
             Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
-        })
+        }))
     }
 }

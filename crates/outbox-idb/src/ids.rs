@@ -41,7 +41,9 @@ pub fn new_id() -> String {
     // No `crypto` to call (every browser, worker and Node 20 has it): `Math.random`, which
     // still makes ids that never repeat in practice, only guessable ones.
     let b = bytes.unwrap_or_else(|| std::array::from_fn(|_| (js_sys::Math::random() * 256.0) as u8));
-    uuid::Builder::from_random_bytes(b).into_uuid().to_string()
+    // Encoded into a buffer, not `to_string`: no `Display` formatting machinery (issue 35).
+    let mut text = uuid::Uuid::encode_buffer();
+    uuid::Builder::from_random_bytes(b).into_uuid().hyphenated().encode_lower(&mut text).to_owned()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{BroadcastChannel, MessageEvent};
+use web_sys::{BroadcastChannel, Event, MessageEvent};
 
 type Subscribers = Rc<RefCell<Vec<(u32, js_sys::Function)>>>;
 
@@ -101,8 +101,9 @@ impl Outgoing {
 
     /// Ends the window now, posting what it gathered (the outbox is closing).
     fn finish(&self) {
-        for p in self.queued.borrow_mut().drain(..) {
-            self.post(&p);
+        let queued = std::mem::take(&mut *self.queued.borrow_mut());
+        for p in &queued {
+            self.post(p);
         }
         if let (Some(id), Ok(clear)) =
             (self.timeout.borrow_mut().take(), js_sys::Reflect::get(&js_sys::global(), &"clearTimeout".into()))
@@ -117,7 +118,7 @@ impl Outgoing {
     /// The end of a window.
     fn tick(self: &Rc<Self>) {
         self.timeout.borrow_mut().take();
-        let gathered: Vec<Pending> = self.queued.borrow_mut().drain(..).collect();
+        let gathered = std::mem::take(&mut *self.queued.borrow_mut());
         if gathered.is_empty() {
             self.window_open.set(false);
             return;
@@ -152,15 +153,13 @@ impl Outgoing {
 fn message(tab_id: &str, what: &str, owner: Option<&str>, records: &[(String, JsValue)]) -> JsValue {
     let msg = js_sys::Object::new();
     if !records.is_empty() {
-        let list: js_sys::Array = records
-            .iter()
-            .map(|(store, key)| {
-                let r = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
-                let _ = js_sys::Reflect::set(&r, &"key".into(), key);
-                JsValue::from(r)
-            })
-            .collect();
+        let list = js_sys::Array::new();
+        for (store, key) in records {
+            let r = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
+            let _ = js_sys::Reflect::set(&r, &"key".into(), key);
+            list.push(&r);
+        }
         let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
     }
     let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &tab_id.into());
@@ -175,7 +174,9 @@ pub struct Notifier {
     outgoing: Option<Rc<Outgoing>>,
     subscribers: Subscribers,
     next_id: RefCell<u32>,
-    _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
+    /// Typed as taking an `Event` (it gets a `MessageEvent`): one closure type for every
+    /// event handler of the crate, built into the wasm module once (issue 35).
+    _on_message: Option<Closure<dyn FnMut(Event)>>,
     tab_id: String,
     last_changes: LastChanges,
 }
@@ -190,8 +191,8 @@ impl Notifier {
         let on_message = channel.as_ref().map(|ch| {
             let subs = subscribers.clone();
             let last = last_changes.clone();
-            let closure = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                let data = ev.data();
+            let closure = Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+                let data = ev.unchecked_into::<MessageEvent>().data();
                 let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok().and_then(|v| v.as_string());
                 if field("change").as_deref() == Some(FLUSH_CHANGE) {
                     if let Some(owner) = field("owner") {
@@ -292,7 +293,11 @@ fn unref(channel: &BroadcastChannel) {
 }
 
 fn deliver(subs: &Subscribers, msg: &JsValue) {
-    let list: Vec<js_sys::Function> = subs.borrow().iter().map(|(_, f)| f.clone()).collect();
+    // A copy: a callback may subscribe or unsubscribe.
+    let mut list: Vec<js_sys::Function> = Vec::new();
+    for (_, f) in subs.borrow().iter() {
+        list.push(f.clone());
+    }
     for f in list {
         if let Err(e) = f.call1(&JsValue::NULL, msg) {
             let what = JsValue::from_str("outbox: a subscribe callback threw");

@@ -9,6 +9,7 @@ use crate::inner::{Inner, Options};
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
@@ -22,28 +23,14 @@ pub struct Outbox {
     pub(crate) inner: Rc<Inner>,
 }
 
-/// Runs an async API body as a promise that rejects with a coded `Error`.
-pub(crate) fn promise<F, T>(fut: F) -> Promise
-where
-    F: Future<Output = Result<T>> + 'static,
-    T: Into<JsValue>,
-{
-    settle(Box::pin(async move { fut.await.map(Into::into) }))
-}
+/// An API call's body: one type of future (boxed) for every exported method, so what
+/// turns it into a promise is built into the wasm module once, not once per method (about
+/// 19 KB raw, issue 35).
+pub(crate) type Call = Pin<Box<dyn Future<Output = Result<JsValue>>>>;
 
-/// [`promise`] for a body that rejects with a value of its own (a flush's error carries
-/// its report).
-fn promise_rejecting<F>(fut: F) -> Promise
-where
-    F: Future<Output = std::result::Result<JsValue, JsValue>> + 'static,
-{
-    crate::panic::guarded(Box::pin(fut))
-}
-
-/// [`promise`] behind one type of future: `future_to_promise`'s machinery is built into
-/// the wasm module once, not once per exported method (about 28 KB raw, issue 12).
-/// A panic inside rejects it with `INTERNAL` ([`crate::panic`]).
-fn settle(fut: std::pin::Pin<Box<dyn Future<Output = Result<JsValue>>>>) -> Promise {
+/// Runs an async API body as a promise that rejects with a coded `Error`. A panic inside
+/// rejects it with `INTERNAL` ([`crate::panic`]).
+pub(crate) fn promise(fut: Call) -> Promise {
     crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
 }
 
@@ -67,7 +54,7 @@ impl Outbox {
     /// (default 5000): close or reload that tab, then open again.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
-        promise(Outbox::open_with(options))
+        promise(Box::pin(async move { Outbox::open_with(options).await.map(JsValue::from) }))
     }
 
     /// The IndexedDB database name.
@@ -96,7 +83,8 @@ impl Outbox {
         let inner = Rc::downgrade(&self.inner);
         // Callable any number of times (only the first does anything): an app's cleanup
         // may well run twice.
-        let unsubscribe = Closure::<dyn Fn()>::new(move || {
+        // `FnMut`, as the crate's other closures of no argument: one closure type (issue 35).
+        let unsubscribe = Closure::<dyn FnMut()>::new(move || {
             if let Some(i) = inner.upgrade() {
                 i.notifier.unsubscribe(id);
             }
@@ -117,52 +105,9 @@ impl Outbox {
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushReport>")]
     pub fn flush(&self, #[wasm_bindgen(unchecked_param_type = "FlushOptions")] options: JsValue) -> Promise {
         let inner = self.inner.clone();
-        promise_rejecting(async move {
+        crate::panic::guarded(Box::pin(async move {
             inner.check_open()?;
-            let owner = crate::args::owner_arg(&Reflect::get(&options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
-            let ports = Ports::parse(&options, true)?;
-            let mut opts = FlushOptions::new(owner, inner.tab.clone());
-            opts.backoff = inner.backoff;
-            opts.concurrency = inner.concurrency;
-            opts.has_prepare = ports.prepare_successor.is_some();
-            opts.has_find = ports.find_create_receipt.is_some();
-            // A number or absent: a string or a `Date` is refused, never silently ignored.
-            let get = |k: &str| -> std::result::Result<Option<f64>, JsValue> {
-                match Reflect::get(&options, &k.into()).unwrap_or(JsValue::UNDEFINED) {
-                    v if v.is_undefined() || v.is_null() => Ok(None),
-                    v => v
-                        .as_f64()
-                        .map(Some)
-                        .ok_or_else(|| OutboxError::invalid(format!("`{k}` must be a number")).into()),
-                }
-            };
-            if let Some(m) = get("maxRows")? {
-                if !(m >= 0.0 && m.is_finite()) {
-                    return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0").into());
-                }
-                opts.max_rows = Some(m as u64);
-            }
-            if let Some(d) = get("deadline")? {
-                // An instant of this outbox's clock (`now`), e.g. `Date.now() + 20_000`.
-                opts.deadline = Some(outbox_core::Millis::from_json(&d.into()).ok_or_else(|| {
-                    OutboxError::invalid("`deadline` must be a finite time in ms (the outbox's clock)")
-                })?);
-            }
-            if let Some(c) = get("concurrency")? {
-                // As at `open`: NaN, Infinity or 0 is a mistake, not 1 or every row at once.
-                if !(c >= 1.0 && c.is_finite()) {
-                    return Err(OutboxError::invalid("`concurrency` must be a number ≥ 1").into());
-                }
-                opts.concurrency = c as usize;
-            }
-            if let Some(t) = get("onlineSince")? {
-                // §10: when the network came back, an instant of this outbox's clock.
-                opts.online_since = Some(outbox_core::Millis::from_json(&t.into()).ok_or_else(|| {
-                    OutboxError::invalid("`onlineSince` must be a finite time in ms (the outbox's clock)")
-                })?);
-            }
-            opts.offline = crate::args::flag_arg(&options, "offline")
-                .ok_or_else(|| OutboxError::invalid("`offline` must be a boolean"))?;
+            let (opts, ports) = flush_options(&inner, &options)?;
             // Flushes of one owner take turns across tabs (turn.rs); the turn ends when
             // this flush does, however it ends. An offline flush does nothing (§8): it
             // resolves at once, without waiting for a turn.
@@ -175,8 +120,58 @@ impl Outbox {
             // receipts of answers already applied are not lost with it.
             let report = drive(&inner, flush, &ports).await?;
             Ok(to_js(&report))
-        })
+        }))
     }
+}
+
+/// `flush`'s options and ports, checked in this order: a plain function, out of `flush`'s
+/// state machine (issue 35; not inlined back into it: −33 B gzip).
+#[inline(never)]
+fn flush_options(inner: &Inner, options: &JsValue) -> std::result::Result<(FlushOptions, Ports), JsValue> {
+    let owner = crate::args::owner_arg(&Reflect::get(options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
+    let ports = Ports::parse(options, true)?;
+    let mut opts = FlushOptions::new(owner, inner.tab.clone());
+    opts.backoff = inner.backoff;
+    opts.concurrency = inner.concurrency;
+    opts.has_prepare = ports.prepare_successor.is_some();
+    opts.has_find = ports.find_create_receipt.is_some();
+    // A number or absent: a string or a `Date` is refused, never silently ignored.
+    let get = |k: &str| -> std::result::Result<Option<f64>, JsValue> {
+        match Reflect::get(options, &k.into()).unwrap_or(JsValue::UNDEFINED) {
+            v if v.is_undefined() || v.is_null() => Ok(None),
+            v => v.as_f64().map(Some).ok_or_else(|| OutboxError::invalid(format!("`{k}` must be a number")).into()),
+        }
+    };
+    if let Some(m) = get("maxRows")? {
+        if !(m >= 0.0 && m.is_finite()) {
+            return Err(OutboxError::invalid("`maxRows` must be a number ≥ 0").into());
+        }
+        opts.max_rows = Some(m as u64);
+    }
+    if let Some(d) = get("deadline")? {
+        // An instant of this outbox's clock (`now`), e.g. `Date.now() + 20_000`.
+        opts.deadline = Some(
+            outbox_core::Millis::from_json(&d.into())
+                .ok_or_else(|| OutboxError::invalid("`deadline` must be a finite time in ms (the outbox's clock)"))?,
+        );
+    }
+    if let Some(c) = get("concurrency")? {
+        // As at `open`: NaN, Infinity or 0 is a mistake, not 1 or every row at once.
+        if !(c >= 1.0 && c.is_finite()) {
+            return Err(OutboxError::invalid("`concurrency` must be a number ≥ 1").into());
+        }
+        opts.concurrency = c as usize;
+    }
+    if let Some(t) = get("onlineSince")? {
+        // §10: when the network came back, an instant of this outbox's clock.
+        opts.online_since =
+            Some(outbox_core::Millis::from_json(&t.into()).ok_or_else(|| {
+                OutboxError::invalid("`onlineSince` must be a finite time in ms (the outbox's clock)")
+            })?);
+    }
+    opts.offline =
+        crate::args::flag_arg(options, "offline").ok_or_else(|| OutboxError::invalid("`offline` must be a boolean"))?;
+    Ok((opts, ports))
 }
 
 trait DynIntoFunction {

@@ -111,14 +111,16 @@ pub fn select_sendable_js(
     };
     // Rows as `rows()` gives them, read as stored rows: what JSON cannot hold in a field this
     // version does not know is fine (SPEC §3 rule 2). The picked rows are the app's own objects.
-    let stored: Vec<Stored> = given.iter().map(|r| Stored::from_value(&row_from_app(r))).collect();
-    let picked: Array = select_sendable(&stored, &tab_id, now, lease(&lease_ms)?, online_since)
-        .into_iter()
-        .filter_map(|row| {
-            let at = stored.iter().position(|s| s.row().is_some_and(|r| r.id == row.id))?;
-            Some(given[at].clone())
-        })
-        .collect();
+    let mut stored: Vec<Stored> = Vec::with_capacity(given.len());
+    for r in &given {
+        stored.push(Stored::from_value(&row_from_app(r)));
+    }
+    let picked = Array::new();
+    for row in select_sendable(&stored, &tab_id, now, lease(&lease_ms)?, online_since) {
+        if let Some(at) = stored.iter().position(|s| s.row().is_some_and(|r| r.id == row.id)) {
+            picked.push(&given[at]);
+        }
+    }
     Ok(picked.into())
 }
 

@@ -94,7 +94,7 @@ pub(super) fn text(v: &JsValue) -> String {
 }
 
 fn article(name: &str) -> String {
-    let vowel = name.chars().next().is_some_and(|c| "AEIOUaeiou".contains(c));
+    let vowel = name.bytes().next().is_some_and(|c| b"AEIOUaeiou".contains(&c));
     format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
@@ -111,9 +111,8 @@ fn fnv_from(hash: u64, bytes: &[u8]) -> u64 {
 }
 
 pub(super) fn utf16_digest(v: &JsValue) -> u64 {
-    let units: Vec<u8> =
-        v.dyn_ref::<JsString>().map(|s| s.iter().flat_map(u16::to_le_bytes).collect()).unwrap_or_default();
-    fnv(&units)
+    // The units' little-endian bytes, digested as they are read.
+    v.dyn_ref::<JsString>().map_or(FNV_START, |s| s.iter().fold(FNV_START, |h, u| fnv_from(h, &u.to_le_bytes())))
 }
 
 /// `length:digest` of the bytes of an ArrayBuffer, or of a view (`view`) on one;

@@ -9,5 +9,10 @@ use wasm_bindgen::prelude::*;
 /// makes it), never the object's prototype. `null` if it has no JSON (a map with keys that
 /// are not strings).
 pub fn to_js<T: Serialize + ?Sized>(v: &T) -> JsValue {
-    serde_json::to_string(v).ok().and_then(|text| js_sys::JSON::parse(&text).ok()).unwrap_or(JsValue::NULL)
+    parse(serde_json::to_string(v).ok())
+}
+
+/// The non-generic half of [`to_js`], built once instead of once per type (issue 35).
+fn parse(text: Option<String>) -> JsValue {
+    text.and_then(|text| js_sys::JSON::parse(&text).ok()).unwrap_or(JsValue::NULL)
 }

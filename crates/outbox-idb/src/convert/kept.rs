@@ -21,7 +21,6 @@ use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
 /// Where the planner's JSON of an unsendable row keeps its body and why it is unsendable.
@@ -38,9 +37,12 @@ struct Entry {
     whole: JsValue,
 }
 
+/// Kept rows sorted by id (binary search): a vector, not a hash map, so no hash table is
+/// built into the wasm module for it (issue 35). Entries are few (rows holding what JSON
+/// cannot), and at most [`MAX_ROWS_KEPT`].
 #[derive(Default)]
 struct Registry {
-    rows: HashMap<String, Entry>,
+    rows: Vec<(String, Entry)>,
     generation: u64,
 }
 
@@ -128,19 +130,33 @@ pub fn unsendable_reason(raw: &Value) -> Option<String> {
 }
 
 impl Registry {
+    fn at(&self, id: &str) -> std::result::Result<usize, usize> {
+        self.rows.binary_search_by(|(k, _)| k.as_str().cmp(id))
+    }
+
+    fn get(&self, id: &str) -> Option<&Entry> {
+        self.at(id).ok().map(|i| &self.rows[i].1)
+    }
+
     fn remember(&mut self, id: &str, kept: Vec<Kept>, whole: &JsValue) {
+        let at = self.at(id);
         if kept.is_empty() {
-            self.rows.remove(id);
+            if let Ok(i) = at {
+                self.rows.remove(i);
+            }
             return;
         }
         self.generation += 1;
         let entry = Entry { generation: self.generation, kept, whole: whole.clone() };
-        self.rows.insert(id.to_owned(), entry);
+        match at {
+            Ok(i) => self.rows[i].1 = entry,
+            Err(i) => self.rows.insert(i, (id.to_owned(), entry)),
+        }
         if self.rows.len() > MAX_ROWS_KEPT {
-            let mut generations: Vec<u64> = self.rows.values().map(|e| e.generation).collect();
-            generations.sort_unstable();
-            let cut = generations[generations.len() / 2];
-            self.rows.retain(|_, e| e.generation >= cut);
+            // The oldest half goes: each generation is at most one entry, so the entries of
+            // the last `MAX_ROWS_KEPT / 2` generations are at most half.
+            let cut = self.generation - (MAX_ROWS_KEPT / 2) as u64;
+            self.rows.retain(|(_, e)| e.generation > cut);
         }
     }
 
@@ -148,13 +164,13 @@ impl Registry {
     /// names (`id` itself, or the row a re-issued one came from), at that path, else at
     /// another path of that row.
     fn original(&self, id: &str, path: &[Seg], marker: &str) -> Option<JsValue> {
-        let kept = &self.rows.get(source(marker).unwrap_or(id))?.kept;
+        let kept = &self.get(source(marker).unwrap_or(id))?.kept;
         let at = |same_path: bool| kept.iter().find(|k| k.marker == marker && (!same_path || k.path == path));
         at(true).or_else(|| at(false)).map(|k| k.value.clone())
     }
 
     fn whole(&self, id: &str) -> Option<JsValue> {
-        self.rows.get(id).map(|e| e.whole.clone())
+        self.get(id).map(|e| e.whole.clone())
     }
 }
 
@@ -184,7 +200,7 @@ pub fn to_app(row: &Value) -> JsValue {
 
 /// JSON as JS ([`to_js`]), each marker replaced by the value `original` gives for it
 /// (`Err(path)` of the first one, in document order, that has none).
-fn build(v: &Value, original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>) -> Result<JsValue, String> {
+fn build(v: &Value, original: &mut Original<'_>) -> Result<JsValue, String> {
     if let Some(m) = as_marker(v) {
         return original(&[], m).ok_or_else(|| path_string(&[]));
     }
@@ -204,37 +220,49 @@ fn has_marker(v: &Value) -> bool {
 }
 
 /// Sets the original of each marker below `v` into `js`, the JS built from `v`.
-fn patch(
-    js: &JsValue,
-    v: &Value,
-    path: &mut Vec<Seg>,
-    original: &mut dyn FnMut(&[Seg], &str) -> Option<JsValue>,
-) -> Result<(), String> {
-    let children: Box<dyn Iterator<Item = (Seg, &Value)>> = match v {
-        Value::Object(map) => Box::new(map.iter().map(|(k, item)| (Seg::Key(k.clone()), item))),
-        Value::Array(items) => Box::new(items.iter().enumerate().map(|(i, item)| (Seg::Index(i as u32), item))),
-        _ => return Ok(()),
-    };
-    for (seg, item) in children {
-        if !matches!(item, Value::Object(_) | Value::Array(_)) {
-            continue;
-        }
-        let key = match &seg {
-            Seg::Key(k) => JsValue::from_str(k),
-            Seg::Index(i) => JsValue::from(*i),
-        };
-        path.push(seg);
-        let done = match as_marker(item) {
-            Some(m) => original(path, m).ok_or_else(|| path_string(path)).map(|o| {
-                let _ = Reflect::set(js, &key, &o);
-            }),
-            None if has_marker(item) => {
-                patch(&Reflect::get(js, &key).unwrap_or(JsValue::UNDEFINED), item, path, original)
+fn patch(js: &JsValue, v: &Value, path: &mut Vec<Seg>, original: &mut Original<'_>) -> Result<(), String> {
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map {
+                patch_child(js, Seg::Key(k.clone()), item, path, original)?;
             }
-            None => Ok(()),
-        };
-        path.pop();
-        done?;
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                patch_child(js, Seg::Index(i as u32), item, path, original)?;
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
+
+/// [`patch`] of one child `item` of `js`, at `seg`.
+fn patch_child(
+    js: &JsValue,
+    seg: Seg,
+    item: &Value,
+    path: &mut Vec<Seg>,
+    original: &mut Original<'_>,
+) -> Result<(), String> {
+    if !matches!(item, Value::Object(_) | Value::Array(_)) {
+        return Ok(());
+    }
+    let key = match &seg {
+        Seg::Key(k) => JsValue::from_str(k),
+        Seg::Index(i) => JsValue::from(*i),
+    };
+    path.push(seg);
+    let done = match as_marker(item) {
+        Some(m) => original(path, m).ok_or_else(|| path_string(path)).map(|o| {
+            let _ = Reflect::set(js, &key, &o);
+        }),
+        None if has_marker(item) => patch(&Reflect::get(js, &key).unwrap_or(JsValue::UNDEFINED), item, path, original),
+        None => Ok(()),
+    };
+    path.pop();
+    done
+}
+
+/// The original a marker stands for, at a path.
+type Original<'a> = dyn FnMut(&[Seg], &str) -> Option<JsValue> + 'a;

@@ -206,7 +206,13 @@ pub fn app_version_of(db_version: f64) -> u32 {
 pub(super) fn key_path_js(v: &Value) -> JsValue {
     match v {
         Value::String(s) => JsValue::from_str(s),
-        Value::Array(a) => a.iter().filter_map(Value::as_str).map(JsValue::from_str).collect::<Array>().into(),
+        Value::Array(a) => {
+            let list = Array::new();
+            for p in a.iter().filter_map(Value::as_str) {
+                list.push(&JsValue::from_str(p));
+            }
+            list.into()
+        }
         _ => JsValue::NULL,
     }
 }

@@ -23,12 +23,13 @@
 use super::app_schema::AppSchema;
 use super::schema::open;
 use crate::error::{OutboxError, Result};
-use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::{Rc, Weak};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use web_sys::IdbDatabase;
-
-type PendingOpen = Shared<LocalBoxFuture<'static, Result<IdbDatabase>>>;
 
 enum State {
     Idle,
@@ -75,36 +76,38 @@ impl Connection {
     fn start_open(self: &Rc<Self>) -> PendingOpen {
         let this: Weak<Connection> = Rc::downgrade(self);
         let (name, timeout, app) = (self.name.clone(), self.open_timeout_ms, self.app.clone());
-        async move {
-            let opened = open(&name, timeout, app).await;
-            let Some(this) = this.upgrade() else {
-                // Nobody can use it any more.
-                if let Ok(db) = &opened {
-                    db.close();
+        PendingOpen(Rc::new(Opening {
+            fut: RefCell::new(Some(Box::pin(async move {
+                let opened = open(&name, timeout, app).await;
+                let Some(this) = this.upgrade() else {
+                    // Nobody can use it any more.
+                    if let Ok(db) = &opened {
+                        db.close();
+                    }
+                    return Err(OutboxError::closed());
+                };
+                let mut state = this.state.borrow_mut();
+                match (opened, &*state) {
+                    (Ok(db), State::Closed) => {
+                        // close() ran while we opened: do not resurrect the connection.
+                        db.close();
+                        Err(OutboxError::closed())
+                    }
+                    (Err(_), State::Closed) => Err(OutboxError::closed()),
+                    (Ok(db), _) => {
+                        *state = State::Open(db.clone());
+                        Ok(db)
+                    }
+                    (Err(e), _) => {
+                        // The next call tries again (e.g. once the blocking tab is gone).
+                        *state = State::Idle;
+                        Err(e)
+                    }
                 }
-                return Err(OutboxError::closed());
-            };
-            let mut state = this.state.borrow_mut();
-            match (opened, &*state) {
-                (Ok(db), State::Closed) => {
-                    // close() ran while we opened: do not resurrect the connection.
-                    db.close();
-                    Err(OutboxError::closed())
-                }
-                (Err(_), State::Closed) => Err(OutboxError::closed()),
-                (Ok(db), _) => {
-                    *state = State::Open(db.clone());
-                    Ok(db)
-                }
-                (Err(e), _) => {
-                    // The next call tries again (e.g. once the blocking tab is gone).
-                    *state = State::Idle;
-                    Err(e)
-                }
-            }
-        }
-        .boxed_local()
-        .shared()
+            }))),
+            out: RefCell::new(None),
+            waiting: Arc::new(Waiting(Mutex::new(Vec::new()))),
+        }))
     }
 
     /// `db` was found closed: the next [`Connection::get`] reopens. A newer connection (a
@@ -135,5 +138,65 @@ impl Drop for Connection {
     /// its connection would otherwise stay until another tab's `versionchange` closes it.
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// The open, awaited by every call that needs the connection meanwhile: whichever call
+/// polls it drives it, and its wake-up wakes them all. What `futures`' `Shared` does, in the
+/// lines this one case needs (`Shared`, its slab of wakers and its notifier were about
+/// 3 KB of the wasm module, issue 35).
+#[derive(Clone)]
+struct PendingOpen(Rc<Opening>);
+
+/// What opening yields.
+type Open = Pin<Box<dyn Future<Output = Result<IdbDatabase>>>>;
+
+struct Opening {
+    /// The open, until it completes.
+    fut: RefCell<Option<Open>>,
+    /// Its result, once it completed.
+    out: RefCell<Option<Result<IdbDatabase>>>,
+    waiting: Arc<Waiting>,
+}
+
+/// The calls waiting for the open.
+struct Waiting(Mutex<Vec<Waker>>);
+
+impl Wake for Waiting {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let wakers = self.0.lock().map(|mut w| std::mem::take(&mut *w)).unwrap_or_default();
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
+
+impl Future for PendingOpen {
+    type Output = Result<IdbDatabase>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let opening = &self.0;
+        if let Some(out) = &*opening.out.borrow() {
+            return Poll::Ready(out.clone());
+        }
+        if let Ok(mut wakers) = opening.waiting.0.lock() {
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+        }
+        // Being polled further up this stack (it cannot be: nothing the open runs awaits
+        // the connection), or done: the wake-up comes from the call that polls it.
+        let Ok(mut fut) = opening.fut.try_borrow_mut() else { return Poll::Pending };
+        let Some(open) = fut.as_mut() else { return Poll::Pending };
+        let waker = Waker::from(opening.waiting.clone());
+        let Poll::Ready(out) = open.as_mut().poll(&mut Context::from_waker(&waker)) else { return Poll::Pending };
+        *fut = None;
+        *opening.out.borrow_mut() = Some(out.clone());
+        opening.waiting.wake_by_ref();
+        Poll::Ready(out)
     }
 }

@@ -9,7 +9,6 @@ use crate::error::{OutboxError, Result};
 use js_sys::Array;
 use outbox_core::Scope;
 use serde_json::Value;
-use std::collections::HashSet;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -56,15 +55,23 @@ pub(super) async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
     for p in pending {
         out.extend(values(p.await.map_err(|e| OutboxError::storage("read", &e))?)?);
     }
-    Ok(dedup(&out).into_iter().cloned().collect())
+    Ok(dedup(out))
 }
 
-fn dedup(rows: &[Value]) -> Vec<&Value> {
-    let mut seen = HashSet::new();
-    rows.iter().filter(|r| seen.insert(view::key(r))).collect()
+/// `rows` without the later copies of a row. The keys seen are kept in a `serde_json::Map`,
+/// the module's one map (as in [`view`]): no other set is built into the wasm module for
+/// this (issue 35), and each row costs one look-up.
+fn dedup(mut rows: Vec<Value>) -> Vec<Value> {
+    let mut seen = serde_json::Map::new();
+    rows.retain(|row| seen.insert(view::key(row), Value::Null).is_none());
+    rows
 }
 
 pub(super) fn values(array: JsValue) -> Result<Vec<Value>> {
     let array: Array = array.dyn_into().map_err(|_| OutboxError::storage("read", &"not an array".into()))?;
-    Ok(array.iter().map(|v| stored_from_js(&v)).collect())
+    let mut rows = Vec::with_capacity(array.length() as usize);
+    for v in array.iter() {
+        rows.push(stored_from_js(&v));
+    }
+    Ok(rows)
 }

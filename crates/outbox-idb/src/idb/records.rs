@@ -70,15 +70,17 @@ fn key_path(store: &IdbObjectStore) -> Value {
 /// The same on a JS object (a record read back, which may hold values JSON cannot).
 fn set_key_js(obj: &JsValue, path: &Value, key: &Value) -> std::result::Result<(), JsValue> {
     let set_one = |p: &str, k: &Value| -> std::result::Result<(), JsValue> {
-        let parts: Vec<&str> = p.split('.').collect();
+        // Each part but the last is an object on the way (made if missing).
+        let mut parts = p.split('.');
+        let mut part = parts.next().unwrap_or_default();
         let mut cur = obj.clone();
-        for part in &parts[..parts.len() - 1] {
-            let next = Reflect::get(&cur, &(*part).into())?;
+        for last in parts {
+            let next = Reflect::get(&cur, &part.into())?;
             let next = if next.is_object() { next } else { Object::new().into() };
-            Reflect::set(&cur, &(*part).into(), &next)?;
-            cur = next;
+            Reflect::set(&cur, &part.into(), &next)?;
+            (cur, part) = (next, last);
         }
-        Reflect::set(&cur, &parts[parts.len() - 1].into(), &to_js(k))?;
+        Reflect::set(&cur, &part.into(), &to_js(k))?;
         Ok(())
     };
     match (path, key) {

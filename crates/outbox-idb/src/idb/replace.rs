@@ -82,8 +82,10 @@ impl Store {
         let abort = Armed::new(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
-        for (scopes, _) in &items {
-            read.extend(scopes.iter().filter(|s| !read.contains(s)).cloned().collect::<Vec<_>>());
+        for s in items.iter().flat_map(|(scopes, _)| scopes) {
+            if !read.contains(s) {
+                read.push(s.clone());
+            }
         }
         let mut view = View::default();
         let reads = issue_reads(&store, &read)?;
@@ -109,8 +111,12 @@ impl Store {
             // A row already read here (through its `[owner, target]` scope, say) or written
             // by an earlier plan of this transaction is known as it is now: its `Id` scope
             // needs no read of its own.
-            let missing: Vec<Scope> =
-                plan.scopes.iter().filter(|s| !read.contains(s) && !view.knows(s)).cloned().collect();
+            let mut missing: Vec<Scope> = Vec::new();
+            for s in &plan.scopes {
+                if !read.contains(s) && !view.knows(s) {
+                    missing.push(s.clone());
+                }
+            }
             if !missing.is_empty() {
                 view.load(await_reads(issue_reads(&store, &missing)?).await?);
                 read.extend(missing);
@@ -140,10 +146,10 @@ impl Store {
         puts.retain(|(id, _)| stand.contains(id));
         for (id, value) in &writes {
             match value {
-                None => store.delete(&JsValue::from_str(id)).map(drop),
+                Value::Null => store.delete(&JsValue::from_str(id)).map(drop),
                 // Markers become the stored values they stand for again (SPEC §3 rule 2). A
                 // failure returns early: the armed guard aborts, so nothing is half-written.
-                Some(v) => stored_to_js(id, v).and_then(|js| {
+                v => stored_to_js(id, v).and_then(|js| {
                     store.put(&js)?;
                     puts.push((id.clone(), js));
                     Ok(())

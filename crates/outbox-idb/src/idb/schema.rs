@@ -59,8 +59,11 @@ fn upgrade(db: &IdbDatabase, tx: &IdbTransaction) -> std::result::Result<(), JsV
         if let [single] = path {
             store.create_index_with_str(name, single)?;
         } else {
-            let path: Array = path.iter().map(|p| JsValue::from_str(p)).collect();
-            store.create_index_with_str_sequence(name, &path)?;
+            let list = Array::new();
+            for p in path.iter() {
+                list.push(&JsValue::from_str(p));
+            }
+            store.create_index_with_str_sequence(name, &list)?;
         }
     }
     Ok(())

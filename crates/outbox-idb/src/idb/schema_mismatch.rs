@@ -33,7 +33,10 @@ pub fn check(db: &IdbDatabase, tx: Option<&IdbTransaction>, schema: &AppSchema, 
         // At open (`same_version`): a transaction over the declared stores, which fails when
         // one is missing (or none is declared).
         None => {
-            let list: Array = schema.stores.iter().map(|s| JsValue::from_str(&s.name)).collect();
+            let list = Array::new();
+            for s in &schema.stores {
+                list.push(&JsValue::from_str(&s.name));
+            }
             match db.transaction_with_str_sequence(&list) {
                 Ok(tx) => tx,
                 Err(e) => {

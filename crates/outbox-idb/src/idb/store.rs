@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{IdbTransaction, IdbTransactionMode};
+use web_sys::{IdbObjectStore, IdbRequest, IdbTransaction, IdbTransactionMode};
 
 /// One database of one app, shared by the tabs of an origin.
 pub struct Store {
@@ -107,10 +107,7 @@ impl Store {
     /// `STORAGE`, `CLOSED`, `BLOCKED`.
     pub async fn read_record(self: &Rc<Self>, store: &str, key: &JsValue) -> Result<JsValue> {
         let app = AppStores::Named(vec![store.to_owned()]);
-        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &app).await?;
-        let os = tx.object_store(store).map_err(|e| OutboxError::storage("object store", &e))?;
-        let req = os.get(key).map_err(|e| key_refused(&e))?;
-        let v = request(&req).await.map_err(|e| OutboxError::storage("read", &e))?;
+        let v = self.read_one(&app, &|tx| app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))).await?;
         // A stub left by a rekey is no record.
         Ok(if records::moved_to(&v).is_some() { JsValue::UNDEFINED } else { v })
     }
@@ -123,18 +120,25 @@ impl Store {
     /// refuses; `STORAGE`, `CLOSED`, `BLOCKED`.
     pub async fn read_records(self: &Rc<Self>, store: &str, index: Option<&str>, range: &JsValue) -> Result<JsValue> {
         let app = AppStores::Named(vec![store.to_owned()]);
-        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &app).await?;
-        let os = tx.object_store(store).map_err(|e| OutboxError::storage("object store", &e))?;
-        let req = match index {
-            Some(i) => os
-                .index(i)
-                .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
-                .get_all_with_key(range),
-            None => os.get_all_with_key(range),
+        let all: Array = self
+            .read_one(&app, &|tx| {
+                let os = app_store(tx, store)?;
+                match index {
+                    Some(i) => os
+                        .index(i)
+                        .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
+                        .get_all_with_key(range),
+                    None => os.get_all_with_key(range),
+                }
+                .map_err(|e| key_refused(&e))
+            })
+            .await?
+            .unchecked_into();
+        let records = Array::new();
+        for v in all.iter().filter(|v| records::moved_to(v).is_none()) {
+            records.push(&v);
         }
-        .map_err(|e| key_refused(&e))?;
-        let all: Array = request(&req).await.map_err(|e| OutboxError::storage("read", &e))?.unchecked_into();
-        Ok(all.iter().filter(|v| records::moved_to(v).is_none()).collect::<Array>().into())
+        Ok(records.into())
     }
 
     /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
@@ -153,19 +157,24 @@ impl Store {
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner_ids(self: &Rc<Self>, owner: &str) -> Result<Vec<String>> {
         let array: Array = self.read_owner_queue(owner, true).await?.unchecked_into();
-        Ok(array.iter().filter_map(|k| k.as_string()).collect())
+        let mut ids = Vec::with_capacity(array.length() as usize);
+        for id in array.iter().filter_map(|k| k.as_string()) {
+            ids.push(id);
+        }
+        Ok(ids)
     }
 
     /// `getAll` (or `getAllKeys`, primary keys) of `owner`'s range of the `[owner, savedAt]`
     /// index.
     async fn read_owner_queue(self: &Rc<Self>, owner: &str, keys: bool) -> Result<JsValue> {
-        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
-        let store = object_store(&tx)?;
-        let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
-        let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
-        let req = if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
-            .map_err(|e| OutboxError::storage("read", &e))?;
-        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
+        self.read_one(&AppStores::None, &|tx| {
+            let store = object_store(tx)?;
+            let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
+            let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
+            if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
+                .map_err(|e| OutboxError::storage("read", &e))
+        })
+        .await
     }
 
     /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
@@ -175,16 +184,19 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_owner_values(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
-        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
-        let store = object_store(&tx)?;
-        let req = if store.index_names().contains(BY_OWNER) {
-            let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
-            index.get_all_with_key(&owner.into())
-        } else {
-            store.get_all()
-        }
-        .map_err(|e| OutboxError::storage("read", &e))?;
-        values(request(&req).await.map_err(|e| OutboxError::storage("read", &e))?)
+        values(
+            self.read_one(&AppStores::None, &|tx| {
+                let store = object_store(tx)?;
+                if store.index_names().contains(BY_OWNER) {
+                    let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
+                    index.get_all_with_key(&owner.into())
+                } else {
+                    store.get_all()
+                }
+                .map_err(|e| OutboxError::storage("read", &e))
+            })
+            .await?,
+        )
     }
 
     /// Every stored value (rows of every owner and undecodable ones).
@@ -192,9 +204,23 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
-        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
-        let req = object_store(&tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))?;
-        values(request(&req).await.map_err(|e| OutboxError::storage("read", &e))?)
+        let all = self
+            .read_one(&AppStores::None, &|tx| object_store(tx)?.get_all().map_err(|e| OutboxError::storage("read", &e)))
+            .await?;
+        values(all)
+    }
+
+    /// The result of one request in a readonly transaction over the queue and `app`, which
+    /// `issue` makes. The one async body of the single-request reads (each async fn is a
+    /// state machine of its own in the wasm module, issue 35).
+    async fn read_one(
+        self: &Rc<Self>,
+        app: &AppStores,
+        issue: &dyn Fn(&IdbTransaction) -> Result<IdbRequest>,
+    ) -> Result<JsValue> {
+        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, app).await?;
+        let req = issue(&tx)?;
+        request(&req).await.map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// The rows of `scopes`, read in a readonly transaction.
@@ -205,6 +231,11 @@ impl Store {
         let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
         read_scopes(&object_store(&tx)?, scopes).await
     }
+}
+
+/// The app store `name` of a transaction over it.
+fn app_store(tx: &IdbTransaction, name: &str) -> Result<IdbObjectStore> {
+    tx.object_store(name).map_err(|e| OutboxError::storage("object store", &e))
 }
 
 /// A key or range IndexedDB refused (`DataError`) is the app's argument, and so is an

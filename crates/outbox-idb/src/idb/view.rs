@@ -84,11 +84,11 @@ impl View {
         }
     }
 
-    /// The writes still to issue, in order (`None`: delete), and the keys of the early rows
+    /// The writes still to issue, in order (`null`: delete), and the keys of the early rows
     /// that stand as they were put. An early row the plans wrote otherwise is written again;
     /// one they did not write at all is deleted (the store had no row by that key when it
     /// was read: a fresh id).
-    pub fn finish(self) -> (Vec<(String, Option<Value>)>, Vec<String>) {
+    pub fn finish(self) -> (serde_json::Map<String, Value>, Vec<String>) {
         let mut writes = self.writes;
         let mut stand = Vec::new();
         for (k, row) in self.early {
@@ -103,6 +103,6 @@ impl View {
                 }
             }
         }
-        (writes.into_iter().map(|(k, v)| (k, Some(v).filter(|v| !v.is_null()))).collect(), stand)
+        (writes, stand)
     }
 }
