@@ -82,7 +82,10 @@ import { gzipSync } from "node:zlib";
 // told the browser is offline claims nothing, a row deferred by the network is due once the
 // network returns, and the report's nextDueAt for the scheduler.
 // Issue 35 is where the module shrinks.
-const BUDGET_GZIP_BYTES = 184_800;
+// Lowered to 178,300 (to 178,171): talc instead of dlmalloc (−2.8 KB), wasm-opt
+// --low-memory-unused and --strip-target-features (−0.9 KB), the imports named a, b, … in
+// the module and its glue by scripts/minify-imports.mjs (−2.9 KB).
+const BUDGET_GZIP_BYTES = 178_300;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

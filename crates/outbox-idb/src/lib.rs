@@ -28,3 +28,10 @@ mod types;
 
 pub use outbox::Outbox;
 pub use pure::{classify_http_js, is_row_in_flight_js, select_sendable_js};
+
+/// The heap: talc instead of the std's dlmalloc (issue 35: −2.7 KB gzip). It frees and
+/// reuses memory like dlmalloc (binned free lists, O(1) free, a long-lived page does not
+/// grow), in a quarter of the code.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
