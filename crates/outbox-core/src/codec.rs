@@ -173,9 +173,10 @@ impl<'a> Fields<'a> {
         self.get(key).ok_or(DecodeError::MissingField(key))
     }
 
-    /// A required string field.
-    fn required_str(&mut self, key: &'static str) -> Result<String, DecodeError> {
-        let s = self.required(key)?.as_str().ok_or(DecodeError::WrongType(key))?.to_owned();
+    /// A required string field, borrowed: nothing is allocated before the row is known to
+    /// decode (each early return would drop what was).
+    fn required_str(&mut self, key: &'static str) -> Result<&'a str, DecodeError> {
+        let s = self.required(key)?.as_str().ok_or(DecodeError::WrongType(key))?;
         self.take(key);
         Ok(s)
     }
@@ -287,9 +288,9 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
     let owner = m.required_str("owner")?;
     let target = m.required_str("target")?;
     let kind_s = m.required_str("kind")?;
-    let kind = Kind::parse(&kind_s).ok_or(DecodeError::UnknownKind(kind_s))?;
+    let kind = Kind::parse(kind_s).ok_or_else(|| DecodeError::UnknownKind(kind_s.to_owned()))?;
     let state_s = m.required_str("state")?;
-    let state = RowState::parse(&state_s).ok_or(DecodeError::UnknownState(state_s))?;
+    let state = RowState::parse(state_s).ok_or_else(|| DecodeError::UnknownState(state_s.to_owned()))?;
     let saved_at = Millis::from_json(m.required("savedAt")?).ok_or(DecodeError::WrongType("savedAt"))?;
     m.take("savedAt");
     let body = m.required("body")?.clone();
@@ -300,7 +301,7 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
     let no_merge = read_no_merge(&mut m)?;
     let fingerprint = m
         .string("fingerprint")
-        .unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));
+        .unwrap_or_else(|| crate::fingerprint::fingerprint(kind, target, &body, revision.as_ref()));
     let conflict = m.get("conflict").filter(|v| v.is_object()).cloned();
     if conflict.is_some() {
         m.take("conflict");
@@ -324,9 +325,9 @@ pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
         conflict,
         no_merge,
         extra: m.extra(),
-        id,
-        owner,
-        target,
+        id: id.to_owned(),
+        owner: owner.to_owned(),
+        target: target.to_owned(),
         kind,
         body,
         revision,

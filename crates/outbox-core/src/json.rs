@@ -8,7 +8,7 @@ use crate::input::Prepared;
 use crate::outcome::retry_after_from_number;
 use crate::outcome::Outcome;
 use crate::row::Ticket;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A reading error: serde's message, e.g. "missing field `code`".
 pub type Error = String;
@@ -188,31 +188,23 @@ impl Outcome {
     /// # Errors
     /// serde's message for what is wrong.
     pub fn from_json(v: &Value) -> Result<Outcome, Error> {
-        let (tag, rest) = match v {
+        // The tag first, as serde reads it; the variant's fields are then read from the same
+        // object, where `type` is one more key no variant has (ignored, as serde ignores it).
+        let tag = match v {
             Value::Object(map) => {
-                let mut rest = Map::new();
-                let mut tag = None;
-                for (k, item) in map {
-                    if k == "type" {
-                        let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
-                        let known = OUTCOME_TYPES.iter().position(|t| *t == name);
-                        tag =
-                            Some(known.ok_or_else(|| {
-                                format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES))
-                            })?);
-                    } else {
-                        rest.insert(k.clone(), item.clone());
-                    }
-                }
-                (tag.ok_or_else(|| missing("type"))?, Value::Object(rest))
+                let item = map.get("type").ok_or_else(|| missing("type"))?;
+                let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
+                let known = OUTCOME_TYPES.iter().position(|t| *t == name);
+                known.ok_or_else(|| format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES)))?
             }
             other => return Err(invalid_type(other, "internally tagged enum Outcome")),
         };
+        let rest = v;
         match tag {
             0 => {
                 let (mut receipt, mut replayed) = (Value::Null, false);
                 variant(
-                    &rest,
+                    rest,
                     "struct variant Outcome::Success",
                     &["receipt", "replayed"],
                     &[true, true],
@@ -229,7 +221,7 @@ impl Outcome {
             1 => {
                 let (mut code, mut retry_after_ms) = (None, None);
                 let names = ["code", "retryAfterMs"];
-                variant(&rest, "struct variant Outcome::Transient", &names, &[true, true], &mut |i, f| {
+                variant(rest, "struct variant Outcome::Transient", &names, &[true, true], &mut |i, f| {
                     match i {
                         0 => code = optional(f, string)?,
                         _ => {
@@ -245,7 +237,7 @@ impl Outcome {
             2 => Ok(Outcome::Auth),
             3 => {
                 let mut code = None;
-                variant(&rest, "struct variant Outcome::Permanent", &["code"], &[false], &mut |_, f| {
+                variant(rest, "struct variant Outcome::Permanent", &["code"], &[false], &mut |_, f| {
                     code = Some(string(f)?);
                     Ok(())
                 })?;
@@ -253,7 +245,7 @@ impl Outcome {
             }
             _ => {
                 let mut actual = None;
-                variant(&rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], &mut |_, f| {
+                variant(rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], &mut |_, f| {
                     actual = Some(f.clone());
                     Ok(())
                 })?;
