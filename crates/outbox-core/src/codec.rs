@@ -146,51 +146,79 @@ fn str_field(raw: &Value, key: &str) -> Option<String> {
     raw.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-fn required_str(map: &mut Map<String, Value>, key: &'static str) -> Result<String, DecodeError> {
-    match map.get(key) {
-        None => Err(DecodeError::MissingField(key)),
-        Some(Value::String(s)) => {
-            let s = s.clone();
-            map.shift_remove(key);
-            Ok(s)
+/// The fields of one stored object as they are read. A field read is taken; every other
+/// entry stays, in its stored order, in the `extra` of what was read (§3 rule 2). Typed
+/// readers, not one generic `take<T>`: each generic copy was inlined into `decode`, the
+/// largest function of the planner in the wasm module (issue 35).
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    taken: Vec<&'static str>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(map: &'a Map<String, Value>) -> Fields<'a> {
+        Fields { map, taken: Vec::new() }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+
+    fn take(&mut self, key: &'static str) {
+        self.taken.push(key);
+    }
+
+    /// A field that must be present: what `get` finds, else [`DecodeError::MissingField`].
+    fn required(&self, key: &'static str) -> Result<&'a Value, DecodeError> {
+        self.get(key).ok_or(DecodeError::MissingField(key))
+    }
+
+    /// A required string field, borrowed: nothing is allocated before the row is known to
+    /// decode (each early return would drop what was).
+    fn required_str(&mut self, key: &'static str) -> Result<&'a str, DecodeError> {
+        let s = self.required(key)?.as_str().ok_or(DecodeError::WrongType(key))?;
+        self.take(key);
+        Ok(s)
+    }
+
+    /// A field that must be readable when present (see the module docs): absent or `null`
+    /// is `None` (a stored `null` stays stored as it is); a value `read` refuses is
+    /// [`DecodeError::WrongType`].
+    fn strict<T>(&mut self, key: &'static str, read: fn(&Value) -> Option<T>) -> Result<Option<T>, DecodeError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                let parsed = read(v).ok_or(DecodeError::WrongType(key))?;
+                self.take(key);
+                Ok(Some(parsed))
+            }
         }
-        Some(_) => Err(DecodeError::WrongType(key)),
     }
-}
 
-/// Takes a field that must be readable when present (see the module docs): absent or
-/// `null` is `None` (a stored `null` stays stored as it is); a value `read` refuses makes
-/// the row undecodable.
-fn strict<T>(
-    map: &mut Map<String, Value>,
-    key: &'static str,
-    read: impl Fn(&Value) -> Option<T>,
-) -> Result<Option<T>, DecodeError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            let parsed = read(v).ok_or(DecodeError::WrongType(key))?;
-            map.shift_remove(key);
-            Ok(Some(parsed))
+    /// An optional string field; any other value stays stored.
+    fn string(&mut self, key: &'static str) -> Option<String> {
+        let s = self.get(key)?.as_str()?.to_owned();
+        self.take(key);
+        Some(s)
+    }
+
+    /// An optional time field; any other value stays stored.
+    fn millis(&mut self, key: &'static str) -> Option<Millis> {
+        let m = Millis::from_json(self.get(key)?)?;
+        self.take(key);
+        Some(m)
+    }
+
+    /// Every entry not taken, in stored order.
+    fn extra(&self) -> Map<String, Value> {
+        let mut extra = Map::new();
+        for (k, v) in self.map {
+            if !self.taken.contains(&k.as_str()) {
+                extra.insert(k.clone(), v.clone());
+            }
         }
+        extra
     }
-}
-
-/// Takes an optional field out of `map` if `read` accepts it; otherwise leaves it stored.
-fn optional<T>(map: &mut Map<String, Value>, key: &str, read: impl Fn(&Value) -> Option<T>) -> Option<T> {
-    let parsed = map.get(key).and_then(read);
-    if parsed.is_some() {
-        map.shift_remove(key);
-    }
-    parsed
-}
-
-fn read_string(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_owned)
-}
-
-fn read_object(v: &Value) -> Option<Map<String, Value>> {
-    v.as_object().cloned()
 }
 
 /// Reads a whole number ≥ 0 (a fence, an attempt count), also when stored as a float.
@@ -204,45 +232,45 @@ fn read_count(v: &Value) -> Option<u64> {
 }
 
 fn read_claim(v: &Value) -> Option<Claim> {
-    let mut m = read_object(v)?;
-    let tab_id = m.get("tabId")?.as_str()?.to_owned();
-    let expires_at = Millis::from_json(m.get("expiresAt")?)?;
+    let mut m = Fields::new(v.as_object()?);
+    let tab_id = m.string("tabId")?;
+    let expires_at = m.millis("expiresAt")?;
     let fence = read_count(m.get("fence")?)?;
-    for k in ["tabId", "expiresAt", "fence"] {
-        m.shift_remove(k);
-    }
-    Some(Claim { tab_id, expires_at, fence, extra: m })
+    m.take("fence");
+    Some(Claim { tab_id, expires_at, fence, extra: m.extra() })
 }
 
 fn read_evidence(v: &Value) -> Option<Evidence> {
-    let mut m = read_object(v)?;
+    let mut m = Fields::new(v.as_object()?);
     let attempt_count = match m.get("attemptCount") {
         None => 0,
         Some(c) => read_count(c)?,
     };
-    let last_attempt_at = optional(&mut m, "lastAttemptAt", Millis::from_json);
-    let last_error_code = optional(&mut m, "lastErrorCode", read_string);
-    m.shift_remove("attemptCount");
-    Some(Evidence { attempt_count, last_attempt_at, last_error_code, extra: m })
+    m.take("attemptCount");
+    let last_attempt_at = m.millis("lastAttemptAt");
+    let last_error_code = m.string("lastErrorCode");
+    Some(Evidence { attempt_count, last_attempt_at, last_error_code, extra: m.extra() })
 }
 
 fn read_writer(v: &Value) -> Option<Writer> {
-    let mut m = read_object(v)?;
-    let bundle = m.get("bundle")?.as_str()?.to_owned();
-    let at = Millis::from_json(m.get("at")?)?;
-    m.shift_remove("bundle");
-    m.shift_remove("at");
-    Some(Writer { bundle, at, extra: m })
+    let mut m = Fields::new(v.as_object()?);
+    let bundle = m.string("bundle")?;
+    let at = m.millis("at")?;
+    Some(Writer { bundle, at, extra: m.extra() })
 }
 
-/// `noMerge` (§7): `true` is taken out of `map`; absent, `null` or `false` read as
-/// mergeable and stay stored as they are (a stored `false` survives a rewrite byte for
-/// byte); anything else makes the row undecodable (see the module docs).
-fn read_no_merge(map: &mut Map<String, Value>) -> Result<bool, DecodeError> {
-    match map.get("noMerge") {
+fn read_revision(v: &Value) -> Option<Value> {
+    is_revision(v).then(|| v.clone())
+}
+
+/// `noMerge` (§7): `true` is taken; absent, `null` or `false` read as mergeable and stay
+/// stored as they are (a stored `false` survives a rewrite byte for byte); anything else
+/// makes the row undecodable (see the module docs).
+fn read_no_merge(m: &mut Fields<'_>) -> Result<bool, DecodeError> {
+    match m.get("noMerge") {
         None | Some(Value::Null | Value::Bool(false)) => Ok(false),
         Some(Value::Bool(true)) => {
-            map.shift_remove("noMerge");
+            m.take("noMerge");
             Ok(true)
         }
         Some(_) => Err(DecodeError::WrongType("noMerge")),
@@ -255,119 +283,138 @@ fn read_no_merge(map: &mut Map<String, Value>) -> Result<bool, DecodeError> {
 /// [`DecodeError`] when the value misses a field §3 rule 3 requires or has one of the
 /// wrong type or an unknown `kind` / `state`.
 pub fn decode(raw: &Value) -> Result<Row, DecodeError> {
-    let mut map = raw.as_object().cloned().ok_or(DecodeError::NotAnObject)?;
-    let id = required_str(&mut map, "id")?;
-    let owner = required_str(&mut map, "owner")?;
-    let target = required_str(&mut map, "target")?;
-    let kind_s = required_str(&mut map, "kind")?;
-    let kind = Kind::parse(&kind_s).ok_or(DecodeError::UnknownKind(kind_s))?;
-    let state_s = required_str(&mut map, "state")?;
-    let state = RowState::parse(&state_s).ok_or(DecodeError::UnknownState(state_s))?;
-    let saved_at = match map.get("savedAt") {
-        None => return Err(DecodeError::MissingField("savedAt")),
-        Some(v) => Millis::from_json(v).ok_or(DecodeError::WrongType("savedAt"))?,
-    };
-    map.shift_remove("savedAt");
-    let body = map.shift_remove("body").ok_or(DecodeError::MissingField("body"))?;
-    let revision = strict(&mut map, "revision", |v| is_revision(v).then(|| v.clone()))?;
-    let claim = strict(&mut map, "claim", read_claim)?;
-    let evidence = strict(&mut map, "evidence", read_evidence)?;
-    let no_merge = read_no_merge(&mut map)?;
-    let stored_fingerprint = optional(&mut map, "fingerprint", read_string);
-    let fingerprint =
-        stored_fingerprint.unwrap_or_else(|| crate::fingerprint::fingerprint(kind, &target, &body, revision.as_ref()));
+    let mut m = Fields::new(raw.as_object().ok_or(DecodeError::NotAnObject)?);
+    let id = m.required_str("id")?;
+    let owner = m.required_str("owner")?;
+    let target = m.required_str("target")?;
+    let kind_s = m.required_str("kind")?;
+    let kind = Kind::parse(kind_s).ok_or_else(|| DecodeError::UnknownKind(kind_s.to_owned()))?;
+    let state_s = m.required_str("state")?;
+    let state = RowState::parse(state_s).ok_or_else(|| DecodeError::UnknownState(state_s.to_owned()))?;
+    let saved_at = Millis::from_json(m.required("savedAt")?).ok_or(DecodeError::WrongType("savedAt"))?;
+    m.take("savedAt");
+    let body = m.required("body")?.clone();
+    m.take("body");
+    let revision = m.strict("revision", read_revision)?;
+    let claim = m.strict("claim", read_claim)?;
+    let evidence = m.strict("evidence", read_evidence)?;
+    let no_merge = read_no_merge(&mut m)?;
+    let fingerprint = m
+        .string("fingerprint")
+        .unwrap_or_else(|| crate::fingerprint::fingerprint(kind, target, &body, revision.as_ref()));
+    let conflict = m.get("conflict").filter(|v| v.is_object()).cloned();
+    if conflict.is_some() {
+        m.take("conflict");
+    }
+    let writer = m.get("writer").and_then(read_writer);
+    if writer.is_some() {
+        m.take("writer");
+    }
     Ok(Row {
-        sent_at: optional(&mut map, "sentAt", Millis::from_json),
-        deferred_at: optional(&mut map, "deferredAt", Millis::from_json),
-        held_at: optional(&mut map, "heldAt", Millis::from_json),
-        blocked_at: optional(&mut map, "blockedAt", Millis::from_json),
-        next_attempt_at: optional(&mut map, "nextAttemptAt", Millis::from_json),
-        blocked_code: optional(&mut map, "blockedCode", read_string),
-        overtaken_at: optional(&mut map, "overtakenAt", Millis::from_json),
+        sent_at: m.millis("sentAt"),
+        deferred_at: m.millis("deferredAt"),
+        held_at: m.millis("heldAt"),
+        blocked_at: m.millis("blockedAt"),
+        next_attempt_at: m.millis("nextAttemptAt"),
+        blocked_code: m.string("blockedCode"),
+        overtaken_at: m.millis("overtakenAt"),
         claim,
         evidence,
-        writer: optional(&mut map, "writer", read_writer),
-        successor_of: optional(&mut map, "successorOf", read_string),
-        conflict: optional(&mut map, "conflict", |v| v.is_object().then(|| v.clone())),
+        writer,
+        successor_of: m.string("successorOf"),
+        conflict,
         no_merge,
-        id,
-        owner,
-        target,
+        extra: m.extra(),
+        id: id.to_owned(),
+        owner: owner.to_owned(),
+        target: target.to_owned(),
         kind,
         body,
         revision,
         fingerprint,
         saved_at,
         state,
-        extra: map,
     })
 }
 
-fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(v) = value {
-        map.insert(key.to_owned(), v);
+/// An object of `known` fields (those with a value, in this order), then every entry of
+/// `extra` whose key is not among them, as it was read. One loop over a table rather than
+/// one map insert per field: the inserts were each inlined into `encode` (issue 35).
+fn object(known: &mut [(&str, Option<Value>)], extra: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    for (k, v) in known.iter_mut() {
+        if let Some(v) = v.take() {
+            out.insert((*k).to_owned(), v);
+        }
     }
-}
-
-fn with_extra(known: Map<String, Value>, extra: &Map<String, Value>) -> Value {
-    let mut out = known;
     for (k, v) in extra {
-        out.entry(k.clone()).or_insert_with(|| v.clone());
+        if !out.contains_key(k) {
+            out.insert(k.clone(), v.clone());
+        }
     }
     Value::Object(out)
 }
 
+fn string(s: &str) -> Option<Value> {
+    Some(Value::String(s.to_owned()))
+}
+
+fn millis(m: Option<Millis>) -> Option<Value> {
+    m.map(Millis::to_json)
+}
+
 fn encode_claim(c: &Claim) -> Value {
-    let mut m = Map::new();
-    m.insert("tabId".into(), Value::from(c.tab_id.clone()));
-    m.insert("expiresAt".into(), c.expires_at.to_json());
-    m.insert("fence".into(), Value::from(c.fence));
-    with_extra(m, &c.extra)
+    let mut known = [
+        ("tabId", string(&c.tab_id)),
+        ("expiresAt", Some(c.expires_at.to_json())),
+        ("fence", Some(Value::from(c.fence))),
+    ];
+    object(&mut known, &c.extra)
 }
 
 fn encode_evidence(e: &Evidence) -> Value {
-    let mut m = Map::new();
-    m.insert("attemptCount".into(), Value::from(e.attempt_count));
-    put(&mut m, "lastAttemptAt", e.last_attempt_at.map(Millis::to_json));
-    put(&mut m, "lastErrorCode", e.last_error_code.clone().map(Value::from));
-    with_extra(m, &e.extra)
+    let mut known = [
+        ("attemptCount", Some(Value::from(e.attempt_count))),
+        ("lastAttemptAt", millis(e.last_attempt_at)),
+        ("lastErrorCode", e.last_error_code.as_deref().and_then(string)),
+    ];
+    object(&mut known, &e.extra)
 }
 
 fn encode_writer(w: &Writer) -> Value {
-    let mut m = Map::new();
-    m.insert("bundle".into(), Value::from(w.bundle.clone()));
-    m.insert("at".into(), w.at.to_json());
-    with_extra(m, &w.extra)
+    let mut known = [("bundle", string(&w.bundle)), ("at", Some(w.at.to_json()))];
+    object(&mut known, &w.extra)
 }
 
 /// Encodes a row for storage: the known fields, then every unknown field as it was read.
 #[must_use]
 pub fn encode(row: &Row) -> Value {
-    let mut m = Map::new();
-    m.insert("id".into(), Value::from(row.id.clone()));
-    m.insert("owner".into(), Value::from(row.owner.clone()));
-    m.insert("target".into(), Value::from(row.target.clone()));
-    m.insert("kind".into(), Value::from(row.kind.as_str()));
-    m.insert("body".into(), row.body.clone());
-    put(&mut m, "revision", row.revision.clone());
-    m.insert("fingerprint".into(), Value::from(row.fingerprint.clone()));
-    m.insert("savedAt".into(), row.saved_at.to_json());
-    m.insert("state".into(), Value::from(row.state.as_str()));
-    put(&mut m, "sentAt", row.sent_at.map(Millis::to_json));
-    put(&mut m, "deferredAt", row.deferred_at.map(Millis::to_json));
-    put(&mut m, "heldAt", row.held_at.map(Millis::to_json));
-    put(&mut m, "blockedAt", row.blocked_at.map(Millis::to_json));
-    put(&mut m, "nextAttemptAt", row.next_attempt_at.map(Millis::to_json));
-    put(&mut m, "blockedCode", row.blocked_code.clone().map(Value::from));
-    put(&mut m, "overtakenAt", row.overtaken_at.map(Millis::to_json));
-    put(&mut m, "claim", row.claim.as_ref().map(encode_claim));
-    put(&mut m, "evidence", row.evidence.as_ref().map(encode_evidence));
-    put(&mut m, "writer", row.writer.as_ref().map(encode_writer));
-    put(&mut m, "successorOf", row.successor_of.clone().map(Value::from));
-    put(&mut m, "conflict", row.conflict.clone());
-    // Absent means mergeable (§3), so only `true` is written.
-    put(&mut m, "noMerge", row.no_merge.then_some(Value::Bool(true)));
-    with_extra(m, &row.extra)
+    let mut known = [
+        ("id", string(&row.id)),
+        ("owner", string(&row.owner)),
+        ("target", string(&row.target)),
+        ("kind", string(row.kind.as_str())),
+        ("body", Some(row.body.clone())),
+        ("revision", row.revision.clone()),
+        ("fingerprint", string(&row.fingerprint)),
+        ("savedAt", Some(row.saved_at.to_json())),
+        ("state", string(row.state.as_str())),
+        ("sentAt", millis(row.sent_at)),
+        ("deferredAt", millis(row.deferred_at)),
+        ("heldAt", millis(row.held_at)),
+        ("blockedAt", millis(row.blocked_at)),
+        ("nextAttemptAt", millis(row.next_attempt_at)),
+        ("blockedCode", row.blocked_code.as_deref().and_then(string)),
+        ("overtakenAt", millis(row.overtaken_at)),
+        ("claim", row.claim.as_ref().map(encode_claim)),
+        ("evidence", row.evidence.as_ref().map(encode_evidence)),
+        ("writer", row.writer.as_ref().map(encode_writer)),
+        ("successorOf", row.successor_of.as_deref().and_then(string)),
+        ("conflict", row.conflict.clone()),
+        // Absent means mergeable (§3), so only `true` is written.
+        ("noMerge", row.no_merge.then_some(Value::Bool(true))),
+    ];
+    object(&mut known, &row.extra)
 }
 
 /// Recomputes a row's fingerprint after its request fields changed.

@@ -8,7 +8,7 @@ use crate::input::Prepared;
 use crate::outcome::retry_after_from_number;
 use crate::outcome::Outcome;
 use crate::row::Ticket;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A reading error: serde's message, e.g. "missing field `code`".
 pub type Error = String;
@@ -60,13 +60,18 @@ pub fn boolean(v: &Value) -> Result<bool, Error> {
 /// # Errors
 /// A float, a non-number, or an integer out of range.
 pub fn integer<T: TryFrom<i128>>(v: &Value, name: &str) -> Result<T, Error> {
+    T::try_from(any_integer(v, name)?).map_err(|_| format!("invalid value: {}, expected {name}", unexpected(v)))
+}
+
+/// The integer of [`integer`] before its range is checked: one copy of the reading for
+/// every `T` (each generic copy was a few hundred bytes of the wasm module, issue 35).
+fn any_integer(v: &Value, name: &str) -> Result<i128, Error> {
     let n = match v {
         // A float is neither (serde_json's `as_i64`/`as_u64` are `None` for it, even for 1.0).
         Value::Number(n) => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
         _ => None,
     };
-    let Some(n) = n else { return Err(invalid_type(v, name)) };
-    T::try_from(n).map_err(|_| format!("invalid value: {}, expected {name}", unexpected(v)))
+    n.ok_or_else(|| invalid_type(v, name))
 }
 
 /// `None` for `null`, else what `read` makes of the value (serde's `Option<T>`).
@@ -97,6 +102,19 @@ pub fn fields(
     defaulted: &[bool],
     deny_unknown: bool,
     mut field: impl FnMut(usize, &Value) -> Result<(), Error>,
+) -> Result<(), Error> {
+    walk_fields(v, expecting, names, defaulted, deny_unknown, &mut field)
+}
+
+/// [`fields`] with its reader behind a reference: one copy of the walk for every type read
+/// (a generic copy per reader was 5.7 KB of the wasm module, issue 35).
+fn walk_fields(
+    v: &Value,
+    expecting: &str,
+    names: &[&str],
+    defaulted: &[bool],
+    deny_unknown: bool,
+    field: &mut dyn FnMut(usize, &Value) -> Result<(), Error>,
 ) -> Result<(), Error> {
     match v {
         Value::Object(map) => {
@@ -152,7 +170,12 @@ fn unknown_field(k: &str, names: &[&str]) -> Error {
 /// # Errors
 /// Not an array, or the first element `read` refuses.
 pub fn sequence<T>(v: &Value, read: impl Fn(&Value) -> Result<T, Error>) -> Result<Vec<T>, Error> {
-    v.as_array().ok_or_else(|| invalid_type(v, "a sequence"))?.iter().map(read).collect()
+    let items = v.as_array().ok_or_else(|| invalid_type(v, "a sequence"))?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(read(item)?);
+    }
+    Ok(out)
 }
 
 const OUTCOME_TYPES: &[&str] = &["success", "transient", "auth", "permanent", "conflict"];
@@ -165,42 +188,40 @@ impl Outcome {
     /// # Errors
     /// serde's message for what is wrong.
     pub fn from_json(v: &Value) -> Result<Outcome, Error> {
-        let (tag, rest) = match v {
+        // The tag first, as serde reads it; the variant's fields are then read from the same
+        // object, where `type` is one more key no variant has (ignored, as serde ignores it).
+        let tag = match v {
             Value::Object(map) => {
-                let mut rest = Map::new();
-                let mut tag = None;
-                for (k, item) in map {
-                    if k == "type" {
-                        let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
-                        let known = OUTCOME_TYPES.iter().position(|t| *t == name);
-                        tag =
-                            Some(known.ok_or_else(|| {
-                                format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES))
-                            })?);
-                    } else {
-                        rest.insert(k.clone(), item.clone());
-                    }
-                }
-                (tag.ok_or_else(|| missing("type"))?, Value::Object(rest))
+                let item = map.get("type").ok_or_else(|| missing("type"))?;
+                let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
+                let known = OUTCOME_TYPES.iter().position(|t| *t == name);
+                known.ok_or_else(|| format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES)))?
             }
             other => return Err(invalid_type(other, "internally tagged enum Outcome")),
         };
+        let rest = v;
         match tag {
             0 => {
                 let (mut receipt, mut replayed) = (Value::Null, false);
-                variant(&rest, "struct variant Outcome::Success", &["receipt", "replayed"], &[true, true], |i, f| {
-                    match i {
-                        0 => receipt = f.clone(),
-                        _ => replayed = boolean(f)?,
-                    }
-                    Ok(())
-                })?;
+                variant(
+                    rest,
+                    "struct variant Outcome::Success",
+                    &["receipt", "replayed"],
+                    &[true, true],
+                    &mut |i, f| {
+                        match i {
+                            0 => receipt = f.clone(),
+                            _ => replayed = boolean(f)?,
+                        }
+                        Ok(())
+                    },
+                )?;
                 Ok(Outcome::Success { receipt, replayed })
             }
             1 => {
                 let (mut code, mut retry_after_ms) = (None, None);
                 let names = ["code", "retryAfterMs"];
-                variant(&rest, "struct variant Outcome::Transient", &names, &[true, true], |i, f| {
+                variant(rest, "struct variant Outcome::Transient", &names, &[true, true], &mut |i, f| {
                     match i {
                         0 => code = optional(f, string)?,
                         _ => {
@@ -216,7 +237,7 @@ impl Outcome {
             2 => Ok(Outcome::Auth),
             3 => {
                 let mut code = None;
-                variant(&rest, "struct variant Outcome::Permanent", &["code"], &[false], |_, f| {
+                variant(rest, "struct variant Outcome::Permanent", &["code"], &[false], &mut |_, f| {
                     code = Some(string(f)?);
                     Ok(())
                 })?;
@@ -224,7 +245,7 @@ impl Outcome {
             }
             _ => {
                 let mut actual = None;
-                variant(&rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], |_, f| {
+                variant(rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], &mut |_, f| {
                     actual = Some(f.clone());
                     Ok(())
                 })?;
@@ -240,9 +261,9 @@ fn variant(
     expecting: &str,
     names: &[&str],
     defaulted: &[bool],
-    field: impl FnMut(usize, &Value) -> Result<(), Error>,
+    field: &mut dyn FnMut(usize, &Value) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    fields(rest, expecting, names, defaulted, false, field)
+    walk_fields(rest, expecting, names, defaulted, false, field)
 }
 
 impl Ticket {

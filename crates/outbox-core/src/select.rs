@@ -6,7 +6,6 @@ use crate::inflight::{in_flight, in_flight_until};
 use crate::retry::waits_until;
 use crate::row::{send_order, Row, RowState};
 use crate::time::Millis;
-use std::collections::HashMap;
 
 /// Why a row is not sendable now.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,19 +133,69 @@ pub fn predecessor_holds(owner: &str, pred: &Stored) -> Option<bool> {
     }
 }
 
-/// Maps every stored id to its value, for [`predecessor_holds`].
+/// Every stored value by its id, for [`predecessor_holds`]: a list sorted by id and
+/// searched by halves (`O(log n)` a look-up), not a hash map. The planner uses one kind of
+/// collection where it can: each hash map type was its own copy of the hash table's code
+/// in the wasm module (issue 35).
+#[derive(Clone, Debug)]
+pub struct StoredIndex<'a> {
+    by_id: Vec<(&'a str, &'a Stored)>,
+}
+
+impl<'a> StoredIndex<'a> {
+    /// The stored value with this id; the last one listed when two share it (as a map
+    /// built from the list in order keeps).
+    #[must_use]
+    pub fn get(&self, id: &str) -> Option<&&'a Stored> {
+        let after = self.by_id.partition_point(|(k, _)| *k <= id);
+        self.by_id[..after].last().filter(|(k, _)| *k == id).map(|(_, s)| s)
+    }
+
+    /// True when some stored value has this id.
+    #[must_use]
+    pub fn contains_key(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+}
+
+/// Indexes every stored value by its id, for [`predecessor_holds`].
 #[must_use]
-pub fn stored_index(stored: &[Stored]) -> HashMap<&str, &Stored> {
-    stored
+pub fn stored_index(stored: &[Stored]) -> StoredIndex<'_> {
+    let mut by_id: Vec<(&str, &Stored)> = stored
         .iter()
         .filter_map(|s| match s {
             Stored::Row(r) => Some((r.id.as_str(), s)),
             Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, s)),
         })
-        .collect()
+        .collect();
+    // Stable: of two values with one id, the later stays later.
+    crate::sort::stable_by(&mut by_id, |a, b| a.0.cmp(b.0));
+    StoredIndex { by_id }
 }
 
 /// Sorts rows by `(savedAt, id)` ([`crate::row::send_order`]).
 pub fn sort_rows(rows: &mut [&Row]) {
     crate::sort::stable_by(rows, |a, b| send_order(a, b));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_index_finds_every_id_and_keeps_the_last_of_two() {
+        let raw = |id: &str, n: i64| json!({"id": id, "owner": "o", "n": n});
+        let stored: Vec<Stored> = [raw("b", 1), raw("a", 2), raw("c", 3), raw("a", 4), json!({"owner": "o"})]
+            .iter()
+            .map(Stored::from_value)
+            .collect();
+        let index = stored_index(&stored);
+        let n = |id: &str| match index.get(id) {
+            Some(Stored::Undecodable(u)) => u.raw["n"].as_i64(),
+            _ => None,
+        };
+        assert_eq!((n("a"), n("b"), n("c")), (Some(4), Some(1), Some(3)));
+        assert!(!index.contains_key("d") && !index.contains_key("") && index.contains_key("c"));
+    }
 }
