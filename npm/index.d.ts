@@ -357,7 +357,8 @@ export interface Counters {
 
 export interface FlushReport {
   /** `claimed`: rows claimed and sent; `released`: claimed but handed back unsent because an
-   *  auth answer ended the flush (SPEC §6). */
+   *  auth answer ended the flush (SPEC §6), or claimed ahead of their send and not sent (the
+   *  deadline, or less than half a lease left: SPEC §8). */
   claimed: number; released: number; succeeded: number; deferred: number; held: number; blocked: number;
   conflicts: number; stale: number; skipped: number; converted: number; applied: number;
   receipts: ReceiptReport[];

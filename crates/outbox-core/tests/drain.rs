@@ -117,25 +117,28 @@ fn auth_on(n: usize) -> impl FnMut(&mut Server, &outbox_core::SendOp) -> outbox_
 #[test]
 fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
     let mut w = World::new(1);
-    for i in 0..6 {
+    for i in 0..8 {
         w.server.seed_record(&format!("w:{i}"), 1);
         let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
     }
     let mut answer = auth_on(3);
     w.start_flush_with(A, "alice", |o| o.concurrency = 4);
     while !w.tabs[A].inbox.is_empty() {
-        w.step(A, 0, &mut answer); // read, claim four, send four
+        w.step(A, 0, &mut answer); // read, claim six (two ahead), send four
     }
     assert_eq!(w.tabs[A].air.len(), 4);
-    for _ in 0..2 {
-        w.deliver(A, 0); // success
-        w.step(A, 0, &mut answer); // its ACK; after the second, two slots are free
+    // Two successes: each lets a row claimed ahead go out at once; then there is room for
+    // two more rows, and their claim batch is asked for.
+    w.deliver(A, 0);
+    w.deliver(A, 0);
+    while w.tabs[A].inbox.len() > 1 {
+        w.step(A, 0, &mut answer); // the two ACKs and the two sends
     }
     assert!(matches!(w.tabs[A].inbox[..], [outbox_core::Request::Write { .. }]), "a claim batch waits to be written");
     w.deliver(A, 0); // the third answer: 401
-    w.drain(A, &mut answer); // the claim batch commits now, the fourth answer arrives
-                             // Four sends in all: the one that heard 401 (the server never saw it) and three others.
-    assert_eq!(w.server.received.len(), 3, "nothing more is sent for the owner after the auth answer");
+    w.drain(A, &mut answer); // the claim batch commits now, the other answers arrive
+                             // Six sends in all: the one that heard 401 (the server never saw it) and five others.
+    assert_eq!(w.server.received.len(), 5, "nothing more is sent for the owner after the auth answer");
     let rows: Vec<_> = w.store.read_owner("alice").iter().map(|v| outbox_core::decode(v).unwrap()).collect();
     let held: Vec<_> = rows.iter().filter(|r| r.state == outbox_core::RowState::Held).collect();
     assert_eq!(held.len(), 1, "only the row that heard 401 is held");
@@ -148,7 +151,7 @@ fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
         assert_eq!(r.evidence, None, "{r}: no attempt was made");
     }
     let rep = w.tabs[A].reports.last().unwrap();
-    assert_eq!((rep.claimed, rep.released, rep.held), (4, 2, 1));
+    assert_eq!((rep.claimed, rep.released, rep.held), (6, 2, 1), "claimed: the rows sent");
     assert!(w.outstanding(A).is_empty());
 }
 
@@ -236,13 +239,15 @@ fn s8_max_rows_counts_sends_across_rounds_and_claims_under_way() {
 }
 
 /// Delivers the oldest answer and carries out the ACK it asks for, leaving every other
-/// pending request (a claim batch being written, say) where it is.
+/// pending request (a claim batch being written, the send of a row claimed ahead) where it is.
 fn answer_one(w: &mut World) {
     let before = w.tabs[A].inbox.len();
     w.deliver(A, 0);
-    assert_eq!(w.tabs[A].inbox.len(), before + 1, "the answer asks for its ACK");
-    let last = w.tabs[A].inbox.len() - 1;
-    w.step(A, last, &mut truthful);
+    assert!(
+        matches!(w.tabs[A].inbox.get(before), Some(outbox_core::Request::Write { .. })),
+        "the answer asks for its ACK first"
+    );
+    w.step(A, before, &mut truthful);
 }
 
 #[test]
@@ -260,8 +265,8 @@ fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
         fill_air(&mut w, A);
         assert_eq!(w.tabs[A].air.len(), 4);
         answer_one(&mut w);
-        answer_one(&mut w); // two slots free: a claim batch is asked for, not written yet
-        answer_one(&mut w); // a third slot frees while that batch is still being written
+        answer_one(&mut w); // rows claimed ahead go out; room for two: a claim batch is asked for
+        answer_one(&mut w); // more room while that batch is still being written
         let most = drain_counting_outstanding(&mut w);
         assert!(most <= 4, "{max_rows:?}: {most} sends outstanding at once, concurrency 4");
         assert_eq!(w.server.received.len(), sends, "{max_rows:?}");
@@ -317,20 +322,23 @@ fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_a
         o.deadline = Some(Millis(now + 100));
         o.concurrency = 2;
     });
-    // Two rows claimed and sent before the deadline; their answers come after it.
+    // Three rows claimed before the deadline, two of them sent; their answers come after it.
     fill_air(&mut w, A);
     assert_eq!(w.tabs[A].air.len(), 2);
     w.advance(A, 100);
     w.deliver(A, 0);
     w.deliver(A, 0);
     let rep = w.drain(A, &mut truthful);
-    assert_eq!((rep.claimed, rep.succeeded), (2, 2), "both answers applied, nothing more claimed");
+    assert_eq!((rep.claimed, rep.succeeded), (3, 2), "both answers applied, nothing more claimed");
+    assert_eq!(rep.released, 1, "the row claimed ahead is not sent after the deadline");
     assert_eq!(w.server.received.len(), 2);
     let left = w.store.read_owner("alice");
     assert_eq!(left.len(), 3);
     for raw in &left {
         assert_eq!(raw["state"], "queued", "{raw}");
-        assert!(raw.get("claim").is_none() && raw.get("evidence").is_none(), "never claimed: {raw}");
+        assert!(raw.get("evidence").is_none(), "never attempted: {raw}");
+        let expired = raw.get("claim").is_none_or(|c| c["expiresAt"].as_i64() <= Some(now + 100));
+        assert!(expired, "not claimed now: {raw}");
     }
     // The next flush (no deadline) sends them.
     assert_eq!(w.flush(A, "alice").succeeded, 3);

@@ -362,13 +362,15 @@ fn s8_a_flush_attempts_each_row_once_even_when_it_may_be_retried_at_once() {
     assert_eq!((rep.claimed, rep.succeeded, rep.deferred), (2, 1, 1));
 }
 
-/// A flush (2 rows in flight) that read `store` and asks to claim its first two rows.
+/// A flush (2 sends at most: no row claimed ahead) that read `store` and asks to claim its
+/// first two rows.
 fn first_batch_of_two(
     store: &MemStore,
 ) -> (Flush, Outstanding, outbox_core::Millis, outbox_core::Token, Vec<outbox_core::Scope>) {
     let mut out = Outstanding::new();
     let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
     opts.concurrency = 2;
+    opts.max_rows = Some(2);
     let mut f = Flush::new(opts, &mut out);
     let now = outbox_core::Millis(T0 + 10);
     let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };

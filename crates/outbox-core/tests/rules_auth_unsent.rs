@@ -85,13 +85,13 @@ fn state(store: &MemStore, id: &str) -> RowState {
 /// §6 "An auth answer ends the flush for that owner: the other rows stay as they are
 /// (queued, not held)"; contract: "nothing more goes out on the expired session".
 ///
-/// Sequence (concurrency 2, three rows of three records): the first batch claims and sends
-/// r0 and r1. r0 succeeds, which frees a slot, so a second claim batch claims r2 and commits:
-/// the machine now has `Send(r2)` queued. Before the driver polls it, r1's answer (401) is
-/// handed in — exactly what the IndexedDB driver does when the transaction and the fetch
-/// resolve together (it takes every ready result, `now_or_never`, before polling again).
-/// r2 is not sent: it is released back to queued (before the fix, `Send(r2)` was still handed
-/// out, so r2 went out on the expired session and ended `held`).
+/// Sequence (concurrency 2, three rows of three records): the first batch claims r0, r1
+/// and, ahead of its send, r2; it sends r0 and r1. r0 succeeds, which lets r2 go out: the
+/// machine now has `Send(r2)` queued, after r0's ACK. Before the driver polls it, r1's
+/// answer (401) is handed in — exactly what the IndexedDB driver does when the transaction
+/// and the fetch resolve together (it takes every ready result, `now_or_never`, before
+/// polling again). r2 is not sent: it is released back to queued (before the fix,
+/// `Send(r2)` was still handed out, so r2 went out on the expired session and ended `held`).
 #[test]
 fn s6_auth_answer_must_stop_a_send_already_queued_but_not_yet_polled() {
     let mut store = MemStore::new();
@@ -101,20 +101,13 @@ fn s6_auth_answer_must_stop_a_send_already_queued_but_not_yet_polled() {
     let mut d = Drive::new(store, |o| o.concurrency = 2);
     let first = d.pump_storage();
     assert_eq!(first.len(), 2, "first batch: two sends");
-    // r0 (whichever came first) succeeds: its ACK is written and a new claim batch is asked.
+    assert_eq!(state(&d.store, "r2"), RowState::Sending, "r2 claimed ahead of its send");
     let (t_ok, _) = first[0].clone();
     let (t_auth, _) = first[1].clone();
-    d.flush.handle_sent(t_ok, Outcome::success(json!({})), &mut d.out);
-    // The driver carries out the ACK write, then the claim batch it led to (r2) — two
-    // writes, and nothing else is asked meanwhile.
-    for _ in 0..2 {
-        let req = d.flush.poll_request().expect("a write");
-        assert!(matches!(req, Request::Write { .. }), "{req:?}");
-        d.run(req);
-    }
-    assert_eq!(state(&d.store, "r2"), RowState::Sending, "r2 claimed; its Send is queued in the machine");
+    // r0 (whichever came first) succeeds: its ACK and r2's send are asked for.
+    d.flush.handle_sent(t_ok, Outcome::success(json!({})), d.now, &mut d.out);
     // r1's answer (401) is handed in before the driver polls the queued Send.
-    d.flush.handle_sent(t_auth, Outcome::Auth, &mut d.out);
+    d.flush.handle_sent(t_auth, Outcome::Auth, d.now, &mut d.out);
     let mut sent_after_auth = Vec::new();
     while let Some(req) = d.flush.poll_request() {
         match req {

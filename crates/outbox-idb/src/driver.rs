@@ -124,39 +124,65 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
     }
 }
 
+/// What one of a flush's futures was, once it is done.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// The flush's write transaction.
+    Write,
+    /// The microtask awaited before one (see [`run`]).
+    Tick,
+    /// A read, a send or a port call.
+    Other,
+}
+
 async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
     let owner = flush.borrow().owner().to_owned();
-    // `true`: the future was the flush's write transaction.
-    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<bool>>> = FuturesUnordered::new();
+    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<Done>>> = FuturesUnordered::new();
     // Writes asked for while the flush's transaction runs wait for it and then go together
     // in the next one (group commit): a transaction per moment, not per answer, however the
     // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
     // store at a time anyway, so waiting costs nothing.
     let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
+    // A write transaction (or the microtask before it) is under way.
     let mut writing = false;
+    let mut ticked = false;
     loop {
+        let mut sent = false;
         while let Some(req) = flush.borrow_mut().poll_request() {
             match req {
                 Request::Write { token, scopes } => waiting.push((token, scopes)),
-                other => running.push(Box::pin(
-                    execute(inner.clone(), flush.clone(), ports.clone(), other).map(|r| r.map(|()| false)),
-                )),
+                other => {
+                    sent |= matches!(other, Request::Send { .. });
+                    let run = execute(inner.clone(), flush.clone(), ports.clone(), other);
+                    running.push(Box::pin(run.map(|r| r.map(|()| Done::Other))));
+                }
             }
         }
         if !writing && !waiting.is_empty() {
             writing = true;
-            let writes = std::mem::take(&mut waiting);
-            let write = write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes);
-            running.push(Box::pin(write.map(|r| r.map(|()| true))));
+            if sent && !ticked {
+                // Sends just made may answer at once (a `send` that answers from memory, a
+                // cache): one microtask later their answers' writes share this transaction
+                // rather than wait for the next.
+                // (Made when first polled, after those sends: its microtask comes after theirs.)
+                ticked = true;
+                let tick = async { JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await };
+                running.push(Box::pin(tick.map(|_| Ok(Done::Tick))));
+            } else {
+                ticked = false;
+                let writes = std::mem::take(&mut waiting);
+                let write = write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes);
+                running.push(Box::pin(write.map(|r| r.map(|()| Done::Write))));
+            }
         }
         match running.next().await {
-            Some(r) => writing &= !r?,
+            Some(r) => writing &= r? == Done::Other,
             None => break,
         }
         // Take every other result that is already in, so that the writes they ask for
         // share one transaction (answers of one claim batch tend to arrive together).
         while let Some(Some(r)) = running.next().now_or_never() {
-            writing &= !r?;
+            writing &= r? == Done::Other;
         }
     }
     Ok(())
@@ -288,7 +314,8 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             };
             // The tab's counters follow each answer (§12), not only the end of the flush.
             inner.counters.borrow_mut().record(&outcome);
-            inner.outstanding.with(|o| flush.borrow_mut().handle_sent(token, outcome, o));
+            let now = inner.now();
+            inner.outstanding.with(|o| flush.borrow_mut().handle_sent(token, outcome, now, o));
         }
         Request::Prepare { token, intent, predecessor, receipt } => {
             let result = match &ports.prepare_successor {

@@ -77,7 +77,17 @@ pub struct Flush {
     /// no claims until it is back.
     refreshing: Option<Token>,
     memory: Memory,
+    /// Send requests made so far (`maxRows` counts them).
     sends: u64,
+    /// Sends asked for and not answered yet: at most `concurrency`.
+    in_flight: usize,
+    /// Rows claimed ahead of their send (each a [`Task::Sending`] whose request is not made
+    /// yet), in claim order: the next one goes out as soon as a send answers, without
+    /// waiting for a transaction (see `round.rs`).
+    ready: VecDeque<Token>,
+    /// The instant of the latest answer: a row claimed ahead goes out only while half of
+    /// its lease is left then (see [`Flush::send_ready`]).
+    send_ready_at: Millis,
     report: FlushReport,
     /// The tab's auth answers for this owner when this flush last looked (§6): one more,
     /// received by any flush of the tab, stops this one too.
@@ -111,7 +121,7 @@ impl Flush {
         }
         let token = f.token();
         f.tasks.insert(token, Task::Sending { row, ticket, before: None });
-        f.handle_sent(token, outcome, out);
+        f.answered(token, outcome, None, out);
         f
     }
 
@@ -129,6 +139,9 @@ impl Flush {
             refreshing: None,
             memory: Memory::default(),
             sends: 0,
+            in_flight: 0,
+            ready: VecDeque::new(),
+            send_ready_at: Millis(i64::MIN),
             report: FlushReport::default(),
         }
     }
@@ -169,6 +182,7 @@ impl Flush {
             && self.tasks.is_empty()
             && self.candidates.is_empty()
             && self.refreshing.is_none()
+            && self.ready.is_empty()
             && !matches!(self.phase, Phase::Reading { .. } | Phase::Ending { reading: Some(_), .. })
     }
 
@@ -182,11 +196,15 @@ impl Flush {
     /// the request's scopes as just read. `None`: write nothing.
     pub fn plan(&mut self, token: Token, current: &[Value], now: Millis, draws: &mut dyn Draws) -> Option<ReplacePlan> {
         let is_claim = matches!(self.tasks.get(&token)?, Task::Claim(_));
-        if is_claim && self.past_deadline(now) {
+        if self.past_deadline(now) && (is_claim || matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }))
+        {
             // §8 deadline: a batch asked for before it and written after it claims nothing;
-            // its rows stay queued for the next flush (`handle_written` gets `None`).
+            // its rows stay queued for the next flush (`handle_written` gets `None`). Rows
+            // claimed ahead and not sent yet are released once this write is back.
             self.end(Ending::Deadline);
-            return None;
+            if is_claim {
+                return None;
+            }
         }
         let task = self.tasks.get_mut(&token)?;
         task.plan(&self.opts, current, now, draws)
@@ -215,8 +233,12 @@ impl Flush {
             }
         }
         let stale_before = self.report.stale;
-        // §6: after an auth answer, rows whose claim commits now are not sent.
-        let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth, .. });
+        // §6: after an auth answer, rows whose claim commits now are not sent; §8: nor after
+        // the deadline.
+        let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth | Ending::Deadline, .. });
+        if !may_send {
+            self.release_ready(out);
+        }
         let next = task.written(result, &mut self.report, &mut self.memory.conflict_born, may_send);
         if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
             // Another tab is claiming from the same queue, here: the list read for this
@@ -236,11 +258,27 @@ impl Flush {
         self.after(token, next, out);
     }
 
-    /// The app's transport answered (or threw, mapped by the driver to a transient outcome).
-    pub fn handle_sent(&mut self, token: Token, outcome: Outcome, out: &mut Outstanding) {
+    /// The app's transport answered (or threw, mapped by the driver to a transient outcome)
+    /// at `now`.
+    pub fn handle_sent(&mut self, token: Token, outcome: Outcome, now: Millis, out: &mut Outstanding) {
+        self.answered(token, outcome, Some(now), out);
+    }
+
+    fn answered(&mut self, token: Token, outcome: Outcome, now: Option<Millis>, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        if matches!(task, Task::Sending { .. }) {
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        if let Some(now) = now {
+            self.send_ready_at = now;
+            if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
+                // §8 deadline: no more rows go out, not even those claimed ahead.
+                self.end(Ending::Deadline);
+                self.release_ready(out);
+            }
+        }
         self.report.counters.record(&outcome);
         self.time_passed();
         if matches!(outcome, Outcome::Auth) {
@@ -283,9 +321,24 @@ impl Flush {
         self.requests.extend(rest);
         for req in unsent {
             let Request::Send { token, .. } = req else { continue };
-            if let Some(Task::Sending { row, ticket, before }) = self.tasks.remove(&token) {
-                self.after(token, Wait::On(Task::Release(vec![Unsent::of(&row, ticket, before)])), out);
-            }
+            self.in_flight = self.in_flight.saturating_sub(1);
+            self.sends = self.sends.saturating_sub(1);
+            self.release_claimed(token, out);
+        }
+        self.release_ready(out);
+    }
+
+    /// Rows claimed ahead whose send was not asked for: released (claim expired, fence
+    /// kept, evidence as before the claim), as a claim that commits after an auth answer.
+    fn release_ready(&mut self, out: &mut Outstanding) {
+        while let Some(token) = self.ready.pop_front() {
+            self.release_claimed(token, out);
+        }
+    }
+
+    fn release_claimed(&mut self, token: Token, out: &mut Outstanding) {
+        if let Some(Task::Sending { row, ticket, before }) = self.tasks.remove(&token) {
+            self.after(token, Wait::On(Task::Release(vec![Unsent::of(&row, ticket, before)])), out);
         }
     }
 
@@ -368,9 +421,36 @@ impl Flush {
     fn emit(&mut self, token: Token, task: &Task) {
         if let Some(req) = task.request(token, &self.opts) {
             if matches!(req, Request::Send { .. }) {
+                if self.in_flight >= self.opts.concurrency.max(1) || !self.ready.is_empty() {
+                    // §8 limit: it waits, claimed, for a send to answer.
+                    self.ready.push_back(token);
+                    return;
+                }
+                self.in_flight += 1;
                 self.sends += 1;
             }
             self.requests.push_back(req);
+        }
+    }
+
+    /// Sends the rows claimed ahead while fewer than `concurrency` sends are out. One that
+    /// waited so long (sends slower than half a lease) that less than half of its lease is
+    /// left is released instead: sent now, it could outlive its claim and another tab could
+    /// send it again.
+    pub(super) fn send_ready(&mut self, out: &mut Outstanding) {
+        while self.in_flight < self.opts.concurrency.max(1) {
+            let Some(token) = self.ready.pop_front() else { break };
+            let Some(task @ Task::Sending { row, .. }) = self.tasks.get(&token) else { continue };
+            let left = row.claim.as_ref().map_or(0, |c| c.expires_at.0.saturating_sub(self.send_ready_at.0));
+            if left < self.opts.tab.lease_ms / 2 {
+                self.release_claimed(token, out);
+                continue;
+            }
+            if let Some(req) = task.request(token, &self.opts) {
+                self.in_flight += 1;
+                self.sends += 1;
+                self.requests.push_back(req);
+            }
         }
     }
 }

@@ -110,11 +110,12 @@ pub enum Request {
     },
 }
 
-/// Rows of distinct records one flush has on their way at once (§8 limit) unless the app
-/// sets `concurrency`. Half of it is claimed per transaction, so it also sets how many rows
-/// share a claim (and, answering together, an ACK) transaction; and it keeps sends in
-/// flight while IndexedDB works. 16 measured about twice as fast as 4 with an instant
-/// `send`, and keeps a browser's 6 connections per HTTP/1.1 host busy (BENCHMARKS.md).
+/// Sends of distinct records one flush has outstanding at once (§8 limit) unless the app
+/// sets `concurrency`; half as many rows more are claimed ahead of their sends. It also
+/// sets how many rows share a claim (and, answering together, an ACK) transaction, and it
+/// keeps sends in flight while IndexedDB works. 16 measured about twice as fast as 4 with
+/// an instant `send`, and keeps a browser's 6 connections per HTTP/1.1 host busy
+/// (BENCHMARKS.md).
 pub const DEFAULT_CONCURRENCY: usize = 16;
 
 /// Options of one flush.
@@ -132,7 +133,8 @@ pub struct FlushOptions {
     /// `sync` event must end within the browser's limit, so the flush stops taking rows and
     /// leaves the rest queued. Sends and answers under way still finish.
     pub deadline: Option<Millis>,
-    /// Rows of different targets sent at once (at least 1).
+    /// Sends of different targets outstanding at once (at least 1); half as many rows
+    /// more may be claimed ahead of their sends.
     pub concurrency: usize,
     /// The app gave `prepareSuccessor`.
     pub has_prepare: bool,

@@ -127,6 +127,7 @@ impl Flush {
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
     pub(super) fn pump(&mut self, out: &mut Outstanding) {
         self.stop_if_session_expired(out);
+        self.send_ready(out);
         if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
             self.claim_batch(out);
             if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
@@ -145,18 +146,27 @@ impl Flush {
         }
     }
 
-    /// Takes candidates into one claim batch, as many as there are free slots (§8 limit) and
-    /// sends left (`maxRows`), one per record.
+    /// Takes candidates into one claim batch, as many as there is room for and sends left
+    /// (`maxRows`), one per record.
+    ///
+    /// Rows are claimed ahead of their sends: up to `concurrency` sends are out (§8 limit)
+    /// and up to half as many rows more wait, claimed, for one of them to answer
+    /// ([`Flush::emit`]), so a send that answers is followed by the next one at once rather
+    /// than after a claim transaction, and the claim of the rows after them is written
+    /// while sends are on the wire. A row counts from its claim to its answer: the write of
+    /// the answer holds its record (one attempt at a time per record), not a send's place.
     pub(super) fn claim_batch(&mut self, out: &mut Outstanding) {
-        let limit = self.opts.concurrency.max(1);
+        let sends = self.opts.concurrency.max(1);
+        let limit = sends + sends / 2;
         let room = limit.saturating_sub(self.used_slots());
         let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
             // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
-            usize::try_from(m.saturating_sub(self.sends + self.claims_in_progress())).unwrap_or(usize::MAX)
+            let coming = self.sends + self.claims_in_progress() + self.ready.len() as u64;
+            usize::try_from(m.saturating_sub(coming)).unwrap_or(usize::MAX)
         });
-        // Claim in batches: wait until half the slots are free (when nothing runs, all are),
-        // so one transaction claims several rows.
-        let want = if room < limit.div_ceil(2) { 0 } else { room.min(allowed) };
+        // Claim in batches: wait until room for half the sends is free (when nothing runs,
+        // all of it is), so one transaction claims several rows.
+        let want = if room < sends.div_ceil(2) { 0 } else { room.min(allowed) };
         let token = self.token();
         let mut batch = ClaimBatch { want, ..ClaimBatch::default() };
         let mut postponed = false;

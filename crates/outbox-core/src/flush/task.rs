@@ -84,12 +84,13 @@ impl Task {
         Task::Orphan { intent, raw, create, step }
     }
 
-    /// Concurrency slots (rows of distinct targets) the task occupies.
+    /// Places the task takes among the rows claimed and not answered yet (see
+    /// `Flush::claim_batch`): a claim batch's rows, a row being sent or waiting to be.
     pub(super) fn slots(&self) -> usize {
         match self {
             Task::Claim(batch) => batch.want,
-            Task::Orphan { .. } | Task::Release(_) => 0,
-            _ => 1,
+            Task::Sending { .. } => 1,
+            _ => 0,
         }
     }
 

@@ -265,7 +265,7 @@ impl World {
         let t = &mut self.tabs[tab];
         let (token, outcome) = t.air.remove(idx);
         if let Some(f) = t.flush.as_mut() {
-            f.handle_sent(token, outcome, self.outstanding.entry(t.tab.tab_id.clone()).or_default());
+            f.handle_sent(token, outcome, t.now, self.outstanding.entry(t.tab.tab_id.clone()).or_default());
         }
         self.collect(tab);
     }
