@@ -115,10 +115,21 @@ pub fn select_sendable_js(
     for r in &given {
         stored.push(Stored::from_value(&row_from_app(r)));
     }
+    // Where each id was first given, in a `serde_json::Map` (the module's one map): one
+    // look-up per picked row, not a scan of every row (10,000 rows picked from 10,000 were
+    // 5·10⁷ comparisons).
+    let mut first = serde_json::Map::new();
+    for (at, s) in stored.iter().enumerate() {
+        if let Some(r) = s.row() {
+            if !first.contains_key(&r.id) {
+                first.insert(r.id.clone(), Value::from(at));
+            }
+        }
+    }
     let picked = Array::new();
     for row in select_sendable(&stored, &tab_id, now, lease(&lease_ms)?, online_since) {
-        if let Some(at) = stored.iter().position(|s| s.row().is_some_and(|r| r.id == row.id)) {
-            picked.push(&given[at]);
+        if let Some(at) = first.get(&row.id).and_then(Value::as_u64) {
+            picked.push(&given[at as usize]);
         }
     }
     Ok(picked.into())
