@@ -1,0 +1,118 @@
+//! SPEC §8 rows claimed ahead of their sends: up to `concurrency` sends outstanding and up to
+//! half as many rows more claimed, waiting for one of them to answer; `maxRows` counts them
+//! with the sends made and the claims being written; a row claimed ahead goes out only while
+//! at least half of its lease is left when its turn comes; at the deadline nothing more is
+//! claimed, whatever write was asked for before it.
+
+mod sim;
+
+use outbox_core::Request;
+use serde_json::json;
+use sim::*;
+
+const A: usize = 0;
+
+/// Seeds records `w:0` .. `w:{n-1}` at revision 1 and queues one update of each.
+fn records(w: &mut World, n: usize) {
+    for i in 0..n {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+}
+
+/// Carries out every pending request of tab A except answers.
+fn fill_air(w: &mut World) {
+    while !w.tabs[A].inbox.is_empty() {
+        w.step(A, 0, &mut truthful);
+    }
+}
+
+/// Delivers the oldest answer and carries out the ACK it asks for, leaving every other
+/// pending request (a claim batch being written, the send of a row claimed ahead) where it is.
+fn answer_one(w: &mut World) {
+    let before = w.tabs[A].inbox.len();
+    w.deliver(A, 0);
+    assert!(matches!(w.tabs[A].inbox.get(before), Some(Request::Write { .. })), "the answer asks for its ACK first");
+    w.step(A, before, &mut truthful);
+}
+
+/// Rows of the queue whose claim is live now (claimed and neither answered nor released).
+fn claimed_now(w: &World) -> usize {
+    let now = w.tabs[A].now.0;
+    w.store.read_owner("alice").iter().filter(|r| r["claim"]["expiresAt"].as_i64().is_some_and(|e| e > now)).count()
+}
+
+/// Drives tab A's flush to its end: each time, up to `answers` answers (with their ACKs)
+/// while the claim batches they make room for stay unwritten, then every pending request.
+/// Returns the most sends outstanding at once and the most rows claimed at once.
+fn drive_with_claims_under_way(w: &mut World, answers: usize) -> (usize, usize) {
+    let (mut sends, mut claimed) = (0, 0);
+    while w.flushing(A) {
+        fill_air(w);
+        sends = sends.max(w.tabs[A].air.len());
+        claimed = claimed.max(claimed_now(w));
+        for _ in 0..answers {
+            if !w.tabs[A].air.is_empty() && w.flushing(A) {
+                answer_one(w);
+                sends = sends.max(w.tabs[A].air.len());
+                claimed = claimed.max(claimed_now(w));
+            }
+        }
+    }
+    (sends, claimed)
+}
+
+#[test]
+fn s8_at_most_concurrency_sends_and_half_as_many_rows_more_are_claimed_at_once() {
+    for (concurrency, answers) in (1..=6).flat_map(|c| (1..=c).map(move |a| (c, a))) {
+        let case = format!("concurrency {concurrency}, {answers} answers between writes");
+        let mut w = World::new(1);
+        records(&mut w, 15);
+        w.start_flush_with(A, "alice", |o| o.concurrency = concurrency);
+        let (sends, claimed) = drive_with_claims_under_way(&mut w, answers);
+        assert_eq!(sends, concurrency, "{case}: sends outstanding at once");
+        assert_eq!(claimed, concurrency + concurrency / 2, "{case}: rows claimed at once");
+        assert_eq!(w.server.received.len(), 15, "{case}");
+        assert!(w.store.is_empty(), "{case}");
+    }
+}
+
+#[test]
+fn s8_a_claim_batch_committed_while_every_send_is_out_waits_for_an_answer() {
+    // Concurrency 2: three rows claimed, two sent. The first answer sends the row claimed
+    // ahead (two out again) and makes room for one claim; that claim commits with both
+    // sends still out, so its row waits, claimed, instead of being a third send.
+    let mut w = World::new(1);
+    records(&mut w, 6);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 2);
+    fill_air(&mut w);
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 3));
+    w.deliver(A, 0);
+    fill_air(&mut w);
+    assert_eq!(w.tabs[A].air.len(), 2, "never more than two sends outstanding");
+    assert_eq!(claimed_now(&w), 3, "two out, one claimed ahead");
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (6, 6, 0));
+}
+
+#[test]
+fn s8_max_rows_counts_claim_batches_being_written_with_the_sends_made() {
+    // Concurrency 4: six rows claimed (four sent). With every answer taken before the next
+    // write, the fourth answer makes room for a claim while the batch the second one asked
+    // for is still being written: that batch counts against maxRows as the sends made do.
+    for (max, answers) in [7, 8, 9, 10].into_iter().flat_map(|m| (1..=4).map(move |a| (m, a))) {
+        let mut w = World::new(1);
+        records(&mut w, 15);
+        w.start_flush_with(A, "alice", |o| {
+            o.concurrency = 4;
+            o.max_rows = Some(max);
+        });
+        let case = format!("maxRows {max}, {answers} answers between writes");
+        let (sends, claimed) = drive_with_claims_under_way(&mut w, answers);
+        assert!(sends <= 4 && claimed <= 6, "{case}: {sends} sends, {claimed} rows claimed at once");
+        let rep = w.tabs[A].reports.last().unwrap();
+        assert_eq!((rep.claimed, rep.succeeded), (max, max), "{case}");
+        assert_eq!(w.server.received.len() as u64, max, "{case}: sends in total");
+        assert_eq!(w.store.len() as u64, 15 - max, "{case}");
+    }
+}
