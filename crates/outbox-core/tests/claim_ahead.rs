@@ -116,3 +116,42 @@ fn s8_max_rows_counts_claim_batches_being_written_with_the_sends_made() {
         assert_eq!(w.store.len() as u64, 15 - max, "{case}");
     }
 }
+
+/// Concurrency 2, three records: all three claimed at T0, two sent, one claimed ahead. The
+/// first answer comes `after` ms later: the row claimed ahead has its turn then.
+fn turn_of_the_row_claimed_ahead(after: i64) -> World {
+    let mut w = World::new(1);
+    records(&mut w, 3);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 2);
+    fill_air(&mut w);
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 3));
+    w.advance(A, after);
+    w.deliver(A, 0);
+    w
+}
+
+#[test]
+fn s8_a_row_claimed_ahead_with_exactly_half_its_lease_left_is_sent() {
+    let mut w = turn_of_the_row_claimed_ahead(LEASE / 2);
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_send(r)).count(), 1, "sent at its turn: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 0));
+    assert_eq!(w.server.received.len(), 3);
+}
+
+#[test]
+fn s8_a_row_claimed_ahead_with_less_than_half_its_lease_left_is_released_unsent() {
+    // Sent now it could outlive its claim, and another tab could send it again.
+    let mut w = turn_of_the_row_claimed_ahead(LEASE / 2 + 1);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "not sent: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 2, 1));
+    assert_eq!(w.server.received.len(), 2);
+    let left = w.store.read_owner("alice");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["state"], "queued", "{}", left[0]);
+    assert!(left[0].get("evidence").is_none(), "never attempted: {}", left[0]);
+    assert_eq!(claimed_now(&w), 0, "its claim is handed back: {}", left[0]);
+    // The next flush sends it.
+    assert_eq!(w.flush(A, "alice").succeeded, 1);
+}
