@@ -6,7 +6,7 @@
 
 mod sim;
 
-use outbox_core::Request;
+use outbox_core::{Millis, Request};
 use serde_json::json;
 use sim::*;
 
@@ -154,4 +154,52 @@ fn s8_a_row_claimed_ahead_with_less_than_half_its_lease_left_is_released_unsent(
     assert_eq!(claimed_now(&w), 0, "its claim is handed back: {}", left[0]);
     // The next flush sends it.
     assert_eq!(w.flush(A, "alice").succeeded, 1);
+}
+
+#[test]
+fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_ended() {
+    // Concurrency 2: three rows claimed, two sent. The first answer (before the deadline)
+    // sends the row claimed ahead and asks for a claim of one more row; the second answer
+    // comes after the deadline and ends the flush; the claim, written after that, takes
+    // nothing.
+    let mut w = World::new(1);
+    records(&mut w, 5);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+    });
+    fill_air(&mut w);
+    w.deliver(A, 0);
+    let claims = w.tabs[A].inbox.iter().filter(|r| matches!(r, Request::Write { .. })).count();
+    assert_eq!(claims, 2, "the ACK and a claim of one row: {:?}", w.tabs[A].inbox);
+    w.advance(A, 100);
+    w.deliver(A, 0);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 0), "nothing claimed after the deadline");
+    assert_eq!(w.server.received.len(), 3);
+    let left = w.store.read_owner("alice");
+    assert_eq!(left.len(), 2);
+    for raw in &left {
+        assert!(raw.get("claim").is_none() && raw.get("evidence").is_none(), "left as it was: {raw}");
+    }
+}
+
+#[test]
+fn s8_an_ack_written_after_the_deadline_is_applied_and_ends_the_flush_without_another_read() {
+    // The only row's answer comes before the deadline, its ACK is written after it: the
+    // answer is applied, and the flush ends there (no new round of the queue).
+    let mut w = World::new(1);
+    records(&mut w, 1);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| o.deadline = Some(Millis(now + 100)));
+    fill_air(&mut w);
+    w.deliver(A, 0);
+    assert!(matches!(w.tabs[A].inbox[..], [Request::Write { .. }]), "the ACK: {:?}", w.tabs[A].inbox);
+    w.advance(A, 100);
+    w.step(A, 0, &mut truthful);
+    assert!(!w.flushing(A), "nothing asked after the ACK: {:?}", w.tabs[A].inbox);
+    let rep = w.tabs[A].reports.last().unwrap();
+    assert_eq!((rep.claimed, rep.succeeded), (1, 1));
+    assert!(w.store.is_empty());
 }
