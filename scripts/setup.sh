@@ -70,10 +70,15 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
+# The stamp is the lock file's content, not its time: a fresh clone or git worktree has a
+# newer lock file than an installed node_modules (a worktree may share one by a symlink),
+# and `npm ci` there would wipe and reinstall what is already right.
 if [ -f package-lock.json ]; then
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [ ! -d node_modules ] || [ "$(cat node_modules/.outbox-lock.sha256 2>/dev/null)" != "$lock_sum" ]; then
     log "installing JS dependencies (npm ci)"
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+    echo "$lock_sum" > node_modules/.outbox-lock.sha256
   fi
 fi
 log "tools ready"
