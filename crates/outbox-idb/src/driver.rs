@@ -9,8 +9,7 @@ use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
 use crate::inner::Inner;
-use futures_util::future::{FutureExt, LocalBoxFuture};
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use jobs::Jobs;
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::records::{answer_records, parse_writes, Answer, Reconcile, RecordWrite};
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
@@ -19,6 +18,8 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
+
+mod jobs;
 
 /// The app's callbacks for one flush or ACK.
 #[derive(Clone, Default)]
@@ -124,20 +125,9 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
     }
 }
 
-/// What one of a flush's futures was, once it is done.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Done {
-    /// The flush's write transaction.
-    Write,
-    /// The microtask awaited before one (see [`run`]).
-    Tick,
-    /// A read, a send or a port call.
-    Other,
-}
-
 async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
     let owner = flush.borrow().owner().to_owned();
-    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<Done>>> = FuturesUnordered::new();
+    let mut running = Jobs::default();
     // Writes asked for while the flush's transaction runs wait for it and then go together
     // in the next one (group commit): a transaction per moment, not per answer, however the
     // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
@@ -153,8 +143,7 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
                 Request::Write { token, scopes } => waiting.push((token, scopes)),
                 other => {
                     sent |= matches!(other, Request::Send { .. });
-                    let run = execute(inner.clone(), flush.clone(), ports.clone(), other);
-                    running.push(Box::pin(run.map(|r| r.map(|()| Done::Other))));
+                    running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
                 }
             }
         }
@@ -166,25 +155,29 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
                 // rather than wait for the next.
                 // (Made when first polled, after those sends: its microtask comes after theirs.)
                 ticked = true;
-                let tick = async { JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await };
-                running.push(Box::pin(tick.map(|_| Ok(Done::Tick))));
+                running.push(true, Box::pin(tick()));
             } else {
                 ticked = false;
                 let writes = std::mem::take(&mut waiting);
-                let write = write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes);
-                running.push(Box::pin(write.map(|r| r.map(|()| Done::Write))));
+                running.push(
+                    true,
+                    Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
+                );
             }
         }
-        match running.next().await {
-            Some(r) => writing &= r? == Done::Other,
-            None => break,
+        if running.is_empty() {
+            break;
         }
-        // Take every other result that is already in, so that the writes they ask for
-        // share one transaction (answers of one claim batch tend to arrive together).
-        while let Some(Some(r)) = running.next().now_or_never() {
-            writing &= r? == Done::Other;
-        }
+        // Every result that is in by now, so that the writes they ask for share one
+        // transaction (answers of one claim batch tend to arrive together).
+        writing &= !std::future::poll_fn(|cx| running.poll_woken(cx)).await?;
     }
+    Ok(())
+}
+
+/// One microtask: the jobs made before it that answer at once have answered.
+async fn tick() -> Result<()> {
+    let _ = JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await;
     Ok(())
 }
 
