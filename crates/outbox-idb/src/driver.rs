@@ -283,12 +283,9 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             let ids = inner.store.read_owner_ids(&owner).await?;
             inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
         }
-        // `run` gathers writes for its one transaction at a time; a write handed here
-        // alone still goes the same way.
-        Request::Write { token, scopes } => {
-            let owner = flush.borrow().owner().to_owned();
-            write_together(inner, flush, ports, owner, vec![(token, scopes)]).await?;
-        }
+        // `run` gathers the writes for its one transaction at a time (`write_together`):
+        // none comes here, and the future of every other request stays small.
+        Request::Write { .. } => unreachable!("run gathers the writes"),
         Request::Send { token, op } => {
             let outcome = match &ports.send {
                 Some(send) => match call(send, &to_js(&op)).await {
