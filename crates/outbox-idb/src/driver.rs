@@ -63,18 +63,28 @@ impl Ports {
 /// Calls the app's `reconcile` port synchronously (inside the ACK's transaction) with
 /// `{row, answer}` and reads the record writes it returns.
 fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<RecordWrite>, String> {
-    let answer = match &r.answer {
+    // Set key by key (as `JSON.parse` of `{"type": …, …}` would make it), not built as JSON
+    // first: no map and no text of its own to build.
+    let answer = js_sys::Object::new();
+    let set = |o: &js_sys::Object, k: &str, v: &JsValue| drop(Reflect::set(o, &k.into(), v));
+    match &r.answer {
         Answer::Success { receipt, replayed } => {
-            serde_json::json!({"type": "success", "receipt": receipt, "replayed": replayed})
+            set(&answer, "type", &"success".into());
+            set(&answer, "receipt", &to_js(receipt));
+            set(&answer, "replayed", &(*replayed).into());
         }
-        Answer::Blocked { code } => serde_json::json!({"type": "blocked", "code": code}),
+        Answer::Blocked { code } => {
+            set(&answer, "type", &"blocked".into());
+            set(&answer, "code", &code.into());
+        }
         Answer::Conflict { actual_revision } => {
-            serde_json::json!({"type": "conflict", "actualRevision": actual_revision})
+            set(&answer, "type", &"conflict".into());
+            set(&answer, "actualRevision", &to_js(actual_revision));
         }
-    };
+    }
     let arg = js_sys::Object::new();
-    let _ = Reflect::set(&arg, &"row".into(), &row_to_js(&encode(&r.row)));
-    let _ = Reflect::set(&arg, &"answer".into(), &to_js(&answer));
+    set(&arg, "row", &row_to_js(&encode(&r.row)));
+    set(&arg, "answer", &answer);
     let ret = f.call1(&JsValue::NULL, &arg).map_err(|_| "reconcile threw".to_owned())?;
     if ret.is_instance_of::<Promise>() {
         return Err("reconcile returned a promise: it must return the writes themselves".into());
