@@ -282,34 +282,64 @@ async fn transact(
     Ok(done.outcomes)
 }
 
+/// Which port a request calls, and its token: what handling the answer needs.
+enum PortCall {
+    Send(Token),
+    Prepare(Token),
+    Find(Token),
+}
+
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
-    match req {
+    // The port calls share one await (one state of this future, not three).
+    let (call_of, port, arg): (_, _, JsValue) = match req {
         Request::ReadOwner { token, owner } => {
             let rows = inner.store.read_owner(&owner).await?;
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
+            return Ok(());
         }
         Request::ReadIds { token, owner } => {
             let ids = inner.store.read_owner_ids(&owner).await?;
             inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
+            return Ok(());
         }
         // `run` gathers the writes for its one transaction at a time (`write_together`):
         // none comes here, and the future of every other request stays small.
         Request::Write { .. } => unreachable!("run gathers the writes"),
-        Request::Send { token, op } => {
-            let outcome = match &ports.send {
-                Some(send) => match call(send, &to_js(&op)).await {
-                    // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
-                    // reported and may be stored, never silently changed.
-                    Ok(v) => outcome_from_js(&v).unwrap_or_else(|e| {
-                        let _ = crate::js::console_warn_text(&format!(
-                            "outbox: send returned no Outcome ({}); retrying later",
-                            e.message
-                        ));
-                        Outcome::transient("BAD_OUTCOME")
-                    }),
-                    Err(_) => Outcome::transient("SEND_FAILED"),
-                },
+        Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
+        Request::Prepare { token, intent, predecessor, receipt } => {
+            let arg = js_sys::Object::new();
+            let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
+            let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
+            let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
+            let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
+            (PortCall::Prepare(token), &ports.prepare_successor, arg.into())
+        }
+        Request::FindReceipt { token, owner, operation_id } => {
+            let arg = js_sys::Object::new();
+            let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
+            let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
+            (PortCall::Find(token), &ports.find_create_receipt, arg.into())
+        }
+    };
+    // `None`: the app gave no such port.
+    let answer = match port {
+        Some(f) => Some(call(f, &arg).await),
+        None => None,
+    };
+    match call_of {
+        PortCall::Send(token) => {
+            let outcome = match answer {
+                // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
+                // reported and may be stored, never silently changed.
+                Some(Ok(v)) => outcome_from_js(&v).unwrap_or_else(|e| {
+                    let _ = crate::js::console_warn_text(&format!(
+                        "outbox: send returned no Outcome ({}); retrying later",
+                        e.message
+                    ));
+                    Outcome::transient("BAD_OUTCOME")
+                }),
+                Some(Err(_)) => Outcome::transient("SEND_FAILED"),
                 None => Outcome::transient("NO_SEND"),
             };
             // The tab's counters follow each answer (§12), not only the end of the flush.
@@ -317,39 +347,23 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_sent(token, outcome, now, o));
         }
-        Request::Prepare { token, intent, predecessor, receipt } => {
-            let result = match &ports.prepare_successor {
-                Some(f) => {
-                    let arg = js_sys::Object::new();
-                    let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
-                    let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
-                    let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
-                    let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
-                    match call(f, &arg).await {
-                        // Not JSON: the intent is quarantined as for a port that throws (§7).
-                        Ok(v) => prepared_from_js(&v).map_err(|e| {
-                            let _ = crate::js::console_warn_text(&format!("outbox: prepareSuccessor: {}", e.message));
-                            e.message
-                        }),
-                        Err(_) => Err("prepareSuccessor threw".to_owned()),
-                    }
-                }
+        PortCall::Prepare(token) => {
+            let result = match answer {
+                // Not JSON: the intent is quarantined as for a port that throws (§7).
+                Some(Ok(v)) => prepared_from_js(&v).map_err(|e| {
+                    let _ = crate::js::console_warn_text(&format!("outbox: prepareSuccessor: {}", e.message));
+                    e.message
+                }),
+                Some(Err(_)) => Err("prepareSuccessor threw".to_owned()),
                 None => Err("no prepareSuccessor".to_owned()),
             };
             inner.outstanding.with(|o| flush.borrow_mut().handle_prepared(token, result, o));
         }
-        Request::FindReceipt { token, owner, operation_id } => {
-            let result = match &ports.find_create_receipt {
-                Some(f) => {
-                    let arg = js_sys::Object::new();
-                    let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
-                    let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
-                    match call(f, &arg).await {
-                        Ok(v) if v.is_null() || v.is_undefined() => Ok(None),
-                        Ok(v) => from_js(&v, "receipt").map(Some).map_err(|e| e.message),
-                        Err(_) => Err("findCreateReceipt threw".to_owned()),
-                    }
-                }
+        PortCall::Find(token) => {
+            let result = match answer {
+                Some(Ok(v)) if v.is_null() || v.is_undefined() => Ok(None),
+                Some(Ok(v)) => from_js(&v, "receipt").map(Some).map_err(|e| e.message),
+                Some(Err(_)) => Err("findCreateReceipt threw".to_owned()),
                 None => Ok(None),
             };
             inner.outstanding.with(|o| flush.borrow_mut().handle_found(token, result, o));
