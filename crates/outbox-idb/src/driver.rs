@@ -220,10 +220,7 @@ async fn write_together(
             Ok(r) => results.extend(r),
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
             Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
-                let _ = crate::js::console_warn_text(&format!(
-                    "outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease",
-                    e.message
-                ));
+                crate::idb::replace::warn_reconcile_failed(&e.message);
                 results.push(Some(ReplaceOutcome::Stale));
             }
             Err(e) => {

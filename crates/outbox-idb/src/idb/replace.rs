@@ -133,7 +133,7 @@ impl Store {
                 match reconcile(r).and_then(|w| records::check(&tx, &w).map(|()| w)) {
                     Ok(w) => writes.extend(w),
                     Err(why) => {
-                        let _ = crate::js::console_warn_text(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"));
+                        warn_reconcile_failed(&why);
                         results.push(Some(ReplaceOutcome::Stale));
                         continue;
                     }
@@ -174,6 +174,15 @@ impl Store {
         done.await.map_err(|e| transaction_failed(&e))?;
         Ok(Transacted { outcomes: results, changed, puts })
     }
+}
+
+/// Says on the console that an answer's `reconcile` failed (`why`) and is left unapplied:
+/// the one text of both ways it fails (the port here, IndexedDB refusing its writes in the
+/// flush driver).
+pub fn warn_reconcile_failed(why: &str) {
+    let _ = crate::js::console_warn_text(&format!(
+        "outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"
+    ));
 }
 
 /// What a committed [`Store::transact_records`] did.
