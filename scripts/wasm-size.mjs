@@ -89,7 +89,10 @@ import { gzipSync } from "node:zlib";
 // type per call, no hash tables of its own, no substring searcher, loops instead of
 // collect chains), the planner's one non-generic JSON field walk and table-driven codec
 // (−1.4 KB), and the flush's claims ahead of sends (+0.4 KB).
-const BUDGET_GZIP_BYTES = 167_600;
+// Lowered to 165,250 (to 165,168): the flush driver's jobs owned by its own small set
+// instead of futures_util (−1.4 KB), fewer await states in it, one future under
+// Store::transact, reconcile's answer set key by key, one reconcile warning (−1.0 KB).
+const BUDGET_GZIP_BYTES = 165_250;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

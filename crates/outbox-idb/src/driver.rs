@@ -9,8 +9,7 @@ use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
 use crate::inner::Inner;
-use futures_util::future::{FutureExt, LocalBoxFuture};
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use jobs::Jobs;
 use js_sys::{Function, Promise, Reflect};
 use outbox_core::records::{answer_records, parse_writes, Answer, Reconcile, RecordWrite};
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
@@ -19,6 +18,8 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
+
+mod jobs;
 
 /// The app's callbacks for one flush or ACK.
 #[derive(Clone, Default)]
@@ -62,18 +63,28 @@ impl Ports {
 /// Calls the app's `reconcile` port synchronously (inside the ACK's transaction) with
 /// `{row, answer}` and reads the record writes it returns.
 fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<RecordWrite>, String> {
-    let answer = match &r.answer {
+    // Set key by key (as `JSON.parse` of `{"type": …, …}` would make it), not built as JSON
+    // first: no map and no text of its own to build.
+    let answer = js_sys::Object::new();
+    let set = |o: &js_sys::Object, k: &str, v: &JsValue| drop(Reflect::set(o, &k.into(), v));
+    match &r.answer {
         Answer::Success { receipt, replayed } => {
-            serde_json::json!({"type": "success", "receipt": receipt, "replayed": replayed})
+            set(&answer, "type", &"success".into());
+            set(&answer, "receipt", &to_js(receipt));
+            set(&answer, "replayed", &(*replayed).into());
         }
-        Answer::Blocked { code } => serde_json::json!({"type": "blocked", "code": code}),
+        Answer::Blocked { code } => {
+            set(&answer, "type", &"blocked".into());
+            set(&answer, "code", &code.into());
+        }
         Answer::Conflict { actual_revision } => {
-            serde_json::json!({"type": "conflict", "actualRevision": actual_revision})
+            set(&answer, "type", &"conflict".into());
+            set(&answer, "actualRevision", &to_js(actual_revision));
         }
-    };
+    }
     let arg = js_sys::Object::new();
-    let _ = Reflect::set(&arg, &"row".into(), &row_to_js(&encode(&r.row)));
-    let _ = Reflect::set(&arg, &"answer".into(), &to_js(&answer));
+    set(&arg, "row", &row_to_js(&encode(&r.row)));
+    set(&arg, "answer", &answer);
     let ret = f.call1(&JsValue::NULL, &arg).map_err(|_| "reconcile threw".to_owned())?;
     if ret.is_instance_of::<Promise>() {
         return Err("reconcile returned a promise: it must return the writes themselves".into());
@@ -124,20 +135,9 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
     }
 }
 
-/// What one of a flush's futures was, once it is done.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Done {
-    /// The flush's write transaction.
-    Write,
-    /// The microtask awaited before one (see [`run`]).
-    Tick,
-    /// A read, a send or a port call.
-    Other,
-}
-
 async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
     let owner = flush.borrow().owner().to_owned();
-    let mut running: FuturesUnordered<LocalBoxFuture<'static, Result<Done>>> = FuturesUnordered::new();
+    let mut running = Jobs::default();
     // Writes asked for while the flush's transaction runs wait for it and then go together
     // in the next one (group commit): a transaction per moment, not per answer, however the
     // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
@@ -153,8 +153,7 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
                 Request::Write { token, scopes } => waiting.push((token, scopes)),
                 other => {
                     sent |= matches!(other, Request::Send { .. });
-                    let run = execute(inner.clone(), flush.clone(), ports.clone(), other);
-                    running.push(Box::pin(run.map(|r| r.map(|()| Done::Other))));
+                    running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
                 }
             }
         }
@@ -166,25 +165,29 @@ async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Re
                 // rather than wait for the next.
                 // (Made when first polled, after those sends: its microtask comes after theirs.)
                 ticked = true;
-                let tick = async { JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await };
-                running.push(Box::pin(tick.map(|_| Ok(Done::Tick))));
+                running.push(true, Box::pin(tick()));
             } else {
                 ticked = false;
                 let writes = std::mem::take(&mut waiting);
-                let write = write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes);
-                running.push(Box::pin(write.map(|r| r.map(|()| Done::Write))));
+                running.push(
+                    true,
+                    Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
+                );
             }
         }
-        match running.next().await {
-            Some(r) => writing &= r? == Done::Other,
-            None => break,
+        if running.is_empty() {
+            break;
         }
-        // Take every other result that is already in, so that the writes they ask for
-        // share one transaction (answers of one claim batch tend to arrive together).
-        while let Some(Some(r)) = running.next().now_or_never() {
-            writing &= r? == Done::Other;
-        }
+        // Every result that is in by now, so that the writes they ask for share one
+        // transaction (answers of one claim batch tend to arrive together).
+        writing &= !std::future::poll_fn(|cx| running.poll_woken(cx)).await?;
     }
+    Ok(())
+}
+
+/// One microtask: the jobs made before it that answer at once have answered.
+async fn tick() -> Result<()> {
+    let _ = JsFuture::from(Promise::resolve(&JsValue::UNDEFINED)).await;
     Ok(())
 }
 
@@ -217,10 +220,7 @@ async fn write_together(
             Ok(r) => results.extend(r),
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
             Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
-                let _ = crate::js::console_warn_text(&format!(
-                    "outbox: reconcile failed ({}); the answer is not applied, the row is sent again after its lease",
-                    e.message
-                ));
+                crate::idb::replace::warn_reconcile_failed(&e.message);
                 results.push(Some(ReplaceOutcome::Stale));
             }
             Err(e) => {
@@ -279,37 +279,64 @@ async fn transact(
     Ok(done.outcomes)
 }
 
+/// Which port a request calls, and its token: what handling the answer needs.
+enum PortCall {
+    Send(Token),
+    Prepare(Token),
+    Find(Token),
+}
+
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
-    match req {
+    // The port calls share one await (one state of this future, not three).
+    let (call_of, port, arg): (_, _, JsValue) = match req {
         Request::ReadOwner { token, owner } => {
             let rows = inner.store.read_owner(&owner).await?;
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
+            return Ok(());
         }
         Request::ReadIds { token, owner } => {
             let ids = inner.store.read_owner_ids(&owner).await?;
             inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
+            return Ok(());
         }
-        // `run` gathers writes for its one transaction at a time; a write handed here
-        // alone still goes the same way.
-        Request::Write { token, scopes } => {
-            let owner = flush.borrow().owner().to_owned();
-            write_together(inner, flush, ports, owner, vec![(token, scopes)]).await?;
+        // `run` gathers the writes for its one transaction at a time (`write_together`):
+        // none comes here, and the future of every other request stays small.
+        Request::Write { .. } => unreachable!("run gathers the writes"),
+        Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
+        Request::Prepare { token, intent, predecessor, receipt } => {
+            let arg = js_sys::Object::new();
+            let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
+            let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
+            let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
+            let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
+            (PortCall::Prepare(token), &ports.prepare_successor, arg.into())
         }
-        Request::Send { token, op } => {
-            let outcome = match &ports.send {
-                Some(send) => match call(send, &to_js(&op)).await {
-                    // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
-                    // reported and may be stored, never silently changed.
-                    Ok(v) => outcome_from_js(&v).unwrap_or_else(|e| {
-                        let _ = crate::js::console_warn_text(&format!(
-                            "outbox: send returned no Outcome ({}); retrying later",
-                            e.message
-                        ));
-                        Outcome::transient("BAD_OUTCOME")
-                    }),
-                    Err(_) => Outcome::transient("SEND_FAILED"),
-                },
+        Request::FindReceipt { token, owner, operation_id } => {
+            let arg = js_sys::Object::new();
+            let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
+            let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
+            (PortCall::Find(token), &ports.find_create_receipt, arg.into())
+        }
+    };
+    // `None`: the app gave no such port.
+    let answer = match port {
+        Some(f) => Some(call(f, &arg).await),
+        None => None,
+    };
+    match call_of {
+        PortCall::Send(token) => {
+            let outcome = match answer {
+                // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
+                // reported and may be stored, never silently changed.
+                Some(Ok(v)) => outcome_from_js(&v).unwrap_or_else(|e| {
+                    let _ = crate::js::console_warn_text(&format!(
+                        "outbox: send returned no Outcome ({}); retrying later",
+                        e.message
+                    ));
+                    Outcome::transient("BAD_OUTCOME")
+                }),
+                Some(Err(_)) => Outcome::transient("SEND_FAILED"),
                 None => Outcome::transient("NO_SEND"),
             };
             // The tab's counters follow each answer (§12), not only the end of the flush.
@@ -317,39 +344,23 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_sent(token, outcome, now, o));
         }
-        Request::Prepare { token, intent, predecessor, receipt } => {
-            let result = match &ports.prepare_successor {
-                Some(f) => {
-                    let arg = js_sys::Object::new();
-                    let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
-                    let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
-                    let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
-                    let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
-                    match call(f, &arg).await {
-                        // Not JSON: the intent is quarantined as for a port that throws (§7).
-                        Ok(v) => prepared_from_js(&v).map_err(|e| {
-                            let _ = crate::js::console_warn_text(&format!("outbox: prepareSuccessor: {}", e.message));
-                            e.message
-                        }),
-                        Err(_) => Err("prepareSuccessor threw".to_owned()),
-                    }
-                }
+        PortCall::Prepare(token) => {
+            let result = match answer {
+                // Not JSON: the intent is quarantined as for a port that throws (§7).
+                Some(Ok(v)) => prepared_from_js(&v).map_err(|e| {
+                    let _ = crate::js::console_warn_text(&format!("outbox: prepareSuccessor: {}", e.message));
+                    e.message
+                }),
+                Some(Err(_)) => Err("prepareSuccessor threw".to_owned()),
                 None => Err("no prepareSuccessor".to_owned()),
             };
             inner.outstanding.with(|o| flush.borrow_mut().handle_prepared(token, result, o));
         }
-        Request::FindReceipt { token, owner, operation_id } => {
-            let result = match &ports.find_create_receipt {
-                Some(f) => {
-                    let arg = js_sys::Object::new();
-                    let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
-                    let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
-                    match call(f, &arg).await {
-                        Ok(v) if v.is_null() || v.is_undefined() => Ok(None),
-                        Ok(v) => from_js(&v, "receipt").map(Some).map_err(|e| e.message),
-                        Err(_) => Err("findCreateReceipt threw".to_owned()),
-                    }
-                }
+        PortCall::Find(token) => {
+            let result = match answer {
+                Some(Ok(v)) if v.is_null() || v.is_undefined() => Ok(None),
+                Some(Ok(v)) => from_js(&v, "receipt").map(Some).map_err(|e| e.message),
+                Some(Err(_)) => Err("findCreateReceipt threw".to_owned()),
                 None => Ok(None),
             };
             inner.outstanding.with(|o| flush.borrow_mut().handle_found(token, result, o));

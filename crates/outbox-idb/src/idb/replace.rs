@@ -14,6 +14,7 @@ use outbox_core::plan::matches_expected;
 use outbox_core::records::{Reconcile, RecordWrite};
 use outbox_core::{ReplaceOutcome, ReplacePlan, Scope};
 use serde_json::Value;
+use std::future::Future;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -25,36 +26,35 @@ impl Store {
     /// rows of the plan's scopes, then apply all of it or nothing. `None` when the planner
     /// planned nothing.
     ///
+    /// Generic only here: the planner is boxed at once and the future is the one of
+    /// [`Store::transact_records`] for every caller (issue 35).
+    ///
     /// # Errors
     /// `STORAGE` or `QUOTA` when IndexedDB fails (the transaction is aborted: nothing is
     /// written), `CLOSED`, `BLOCKED`.
-    pub async fn transact(
-        self: &Rc<Self>,
+    pub fn transact<'a>(
+        self: &'a Rc<Self>,
         scopes: &[Scope],
         durability: Durability,
-        planner: impl FnOnce(&[Value]) -> Option<ReplacePlan>,
+        planner: impl FnOnce(&[Value]) -> Option<ReplacePlan> + 'a,
+    ) -> impl Future<Output = Result<Option<ReplaceOutcome>>> + 'a {
+        self.transact_one(scopes.to_vec(), durability, Box::new(planner))
+    }
+
+    async fn transact_one(
+        self: &Rc<Self>,
+        scopes: Vec<Scope>,
+        durability: Durability,
+        planner: Planner<'_>,
     ) -> Result<Option<ReplaceOutcome>> {
-        let mut out = self.transact_many(vec![(scopes.to_vec(), Box::new(planner) as Planner<'_>)], durability).await?;
-        Ok(out.pop().flatten())
+        let mut done = self.transact_records(vec![(scopes, planner)], durability, &RecordPort::default(), &[]).await?;
+        Ok(done.outcomes.pop().flatten())
     }
 
     /// Several replaces in one readwrite transaction, planned and applied in order as if
     /// each had its own: every planner sees the scope rows as left by the replaces before
-    /// it, and each replace commits or is stale on its own. Used to let answers that
-    /// arrive together share one transaction.
-    ///
-    /// # Errors
-    /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
-    /// `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
-    pub async fn transact_many(
-        self: &Rc<Self>,
-        items: Vec<(Vec<Scope>, Planner<'_>)>,
-        durability: Durability,
-    ) -> Result<Vec<Option<ReplaceOutcome>>> {
-        Ok(self.transact_records(items, durability, &RecordPort::default(), &[]).await?.outcomes)
-    }
-
-    /// [`Store::transact_many`] with the app's records: the transaction also covers
+    /// it, and each replace commits or is stale on its own (answers that arrive together
+    /// share one transaction this way). With the app's records: the transaction also covers
     /// `port.stores`; each plan that commits writes its record writes, and those the
     /// `reconcile` port gives for its answer (called synchronously, inside the transaction,
     /// only for a plan that commits). A port that fails leaves its plan unapplied, as a
@@ -66,8 +66,9 @@ impl Store {
     /// undone in the same transaction.
     ///
     /// # Errors
-    /// As [`Store::transact_many`]; `INVALID_ARGUMENT` when IndexedDB refuses a record
-    /// write (nothing at all is written).
+    /// `STORAGE` or `QUOTA` (the transaction is aborted: nothing at all is written),
+    /// `CLOSED`, `BLOCKED` (reopening after another tab's upgrade); `INVALID_ARGUMENT` when
+    /// IndexedDB refuses a record write (nothing at all is written).
     pub async fn transact_records(
         self: &Rc<Self>,
         items: Vec<(Vec<Scope>, Planner<'_>)>,
@@ -132,7 +133,7 @@ impl Store {
                 match reconcile(r).and_then(|w| records::check(&tx, &w).map(|()| w)) {
                     Ok(w) => writes.extend(w),
                     Err(why) => {
-                        let _ = crate::js::console_warn_text(&format!("outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"));
+                        warn_reconcile_failed(&why);
                         results.push(Some(ReplaceOutcome::Stale));
                         continue;
                     }
@@ -173,6 +174,15 @@ impl Store {
         done.await.map_err(|e| transaction_failed(&e))?;
         Ok(Transacted { outcomes: results, changed, puts })
     }
+}
+
+/// Says on the console that an answer's `reconcile` failed (`why`) and is left unapplied:
+/// the one text of both ways it fails (the port here, IndexedDB refusing its writes in the
+/// flush driver).
+pub fn warn_reconcile_failed(why: &str) {
+    let _ = crate::js::console_warn_text(&format!(
+        "outbox: reconcile failed ({why}); the answer is not applied, the row is sent again after its lease"
+    ));
 }
 
 /// What a committed [`Store::transact_records`] did.

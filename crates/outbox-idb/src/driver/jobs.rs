@@ -1,0 +1,103 @@
+//! The flush's work under way — its reads, sends, port calls, its write transaction and the
+//! microtask before one — owned by the one future of [`super::run`] and polled the way
+//! `futures_util`'s `FuturesUnordered` polls (which cost the module about 4 KB gzip): a job
+//! only when it was woken, in the order of the wake-ups, a new job counting as woken. So
+//! results come in the order they arrived, as many as are in by the time `run` looks, and
+//! a job nobody woke costs nothing however many sends are out. Dropping the set drops every
+//! job: a failed flush abandons the sends still outstanding.
+
+use crate::error::Result;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+/// One piece of the flush's work.
+pub type Job = Pin<Box<dyn Future<Output = Result<()>>>>;
+
+#[derive(Default)]
+pub struct Jobs {
+    /// By id; `None` once done. `bool`: whether it ends the flush's write (see `poll_woken`).
+    slots: Vec<Option<(bool, Job, Waker)>>,
+    /// Ids of the empty slots, given to the next jobs.
+    free: Vec<usize>,
+    woken: Arc<Woken>,
+}
+
+/// The ids of the jobs woken since `run` last looked, and the waker of `run`'s task.
+#[derive(Default)]
+struct Woken(Mutex<(Vec<usize>, Option<Waker>)>);
+
+/// A job's waker. One woken after its job ended wakes the job that took its id: a poll
+/// more, which futures allow.
+struct JobWaker {
+    id: usize,
+    woken: Arc<Woken>,
+}
+
+impl Wake for JobWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let run = self.woken.0.lock().ok().and_then(|mut w| {
+            w.0.push(self.id);
+            w.1.clone()
+        });
+        if let Some(run) = run {
+            run.wake();
+        }
+    }
+}
+
+impl Jobs {
+    /// Adds a job, polled first by the next `poll_woken`, after the jobs woken before it.
+    /// `ends_write`: it is the flush's write transaction or the microtask before one.
+    pub fn push(&mut self, ends_write: bool, job: Job) {
+        let id = self.free.pop().unwrap_or(self.slots.len());
+        let waker = Waker::from(Arc::new(JobWaker { id, woken: self.woken.clone() }));
+        if id == self.slots.len() {
+            self.slots.push(None);
+        }
+        self.slots[id] = Some((ends_write, job, waker));
+        if let Ok(mut w) = self.woken.0.lock() {
+            w.0.push(id);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.free.len() == self.slots.len()
+    }
+
+    /// Polls the jobs woken since the last call, in the order of their wake-ups. Ready once
+    /// at least one ended, with whether one of those ended the flush's write; the first job
+    /// that fails ends it with its error.
+    pub fn poll_woken(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool>> {
+        let mut ended = None;
+        loop {
+            let ids = match self.woken.0.lock() {
+                Ok(mut w) => {
+                    if !w.1.as_ref().is_some_and(|run| run.will_wake(cx.waker())) {
+                        w.1 = Some(cx.waker().clone());
+                    }
+                    std::mem::take(&mut w.0)
+                }
+                Err(_) => return Poll::Pending,
+            };
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                let Some(Some((ends_write, job, waker))) = self.slots.get_mut(id) else { continue };
+                if let Poll::Ready(result) = job.as_mut().poll(&mut Context::from_waker(waker)) {
+                    ended = Some(*ends_write | ended.unwrap_or(false));
+                    self.slots[id] = None;
+                    self.free.push(id);
+                    result?;
+                }
+            }
+        }
+        ended.map_or(Poll::Pending, |e| Poll::Ready(Ok(e)))
+    }
+}
