@@ -23,6 +23,9 @@ const byteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteL
 const bits = new DataView(new ArrayBuffer(8));
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?:^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const wellFormed = "".isWellFormed ? (s) => s.isWellFormed() : (s) => !LONE.test(s);
+// What a stored value's marker holds, by its tag: properties, or its text.
+const PROPS = { __proto__: null, Blob: ["size", "type"], File: ["size", "type", "lastModified", "name"], Map: ["size"], Set: ["size"] };
+const SHOWN = ["RegExp", "Number", "String", "Boolean", "Error"];
 // Thrown to end a walk of the app's value at its first refusal (`Walk.refusal` says why).
 const REFUSED = {};
 
@@ -277,33 +280,13 @@ class Walk {
 
   /** Names an object that is not a plain object and, for a stored one, digests it cheaply and stably. */
   describe(v, proto) {
-    const stored = this.stored;
     let tag = "Object";
     try {
       const toString = Object.prototype.toString;
       const t = toString instanceof Function ? toString.call(v) : "";
       if (typeof t === "string" && t.startsWith("[object ") && t.endsWith("]")) tag = t.slice(8, -1);
     } catch {}
-    // The app's values are refused whatever their marker: only a stored one is digested
-    // (a marker can cost a copy of a whole buffer).
-    const prop = (k) => (stored ? text(v, k) : "");
-    switch (tag) {
-      case "Date":
-        return this.foreign(v, "a Date", "Date:" + (stored ? time(v) : NaN));
-      case "Blob":
-        return this.foreign(v, "a Blob", "Blob:" + prop("size") + ":" + prop("type"));
-      case "File": {
-        const marker = "File:" + prop("size") + ":" + prop("type") + ":" + prop("lastModified") + ":" + prop("name");
-        return this.foreign(v, "a File", marker);
-      }
-      case "Map":
-      case "Set":
-        return this.foreign(v, article(tag), tag + ":" + prop("size"));
-      case "ArrayBuffer":
-        return this.foreign(v, "an ArrayBuffer", "ArrayBuffer:" + (stored ? bytes(v, false) : ""));
-    }
-    if (ArrayBuffer.isView(v)) return this.foreign(v, article(tag), tag + ":" + (stored ? bytes(v, true) : ""));
-    if (tag === "Object") {
+    if (tag === "Object" && !ArrayBuffer.isView(v)) {
       let name = "";
       try {
         const n = Reflect.get(Reflect.get(proto, "constructor"), "name");
@@ -312,8 +295,17 @@ class Walk {
       if (name) return this.foreign(v, "an instance of class `" + name + "`", "Object:" + name);
       return this.foreign(v, "an object with a prototype of its own", "Object");
     }
-    const shown = stored && ["RegExp", "Number", "String", "Boolean", "Error"].includes(tag);
-    return this.foreign(v, article(tag), shown ? tag + ":" + text(v) : tag);
+    // The app's values are refused whatever their marker: only a stored one is digested
+    // (a marker can cost a copy of a whole buffer).
+    let data = "";
+    if (this.stored) {
+      const props = PROPS[tag];
+      if (tag === "Date") data = ":" + time(v);
+      else if (props) data = props.map((k) => ":" + text(v, k)).join("");
+      else if (tag === "ArrayBuffer" || ArrayBuffer.isView(v)) data = ":" + bytes(v, tag !== "ArrayBuffer");
+      else if (SHOWN.includes(tag)) data = ":" + text(v);
+    }
+    return this.foreign(v, article(tag), tag + data);
   }
 }
 
