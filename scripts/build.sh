@@ -16,6 +16,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh all
 echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
 wasm-pack build crates/outbox-idb --release --target web --mode no-install --out-dir ../../pkg --out-name outbox_idb
+# The crate's own JS (the value walk, crates/outbox-idb/src/convert/walk.js) goes into the
+# glue: no pkg/snippets/<hash>/ directory to ship.
+node scripts/inline-snippets.mjs
 # pkg/ is the package root: its manifest, README (written for people who installed the
 # package), entry point and license texts come from npm/ and the repository root, not from
 # wasm-pack, whose generated copies are replaced.

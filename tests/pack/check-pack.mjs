@@ -68,6 +68,19 @@ test("the manifest: license texts for its license field, entry points that exist
   assert.doesNotMatch(JSON.stringify(manifest), /example\.(com|org)|TODO|<[a-z-]+>|your-?(org|name)/i);
 });
 
+test("every module the shipped JS imports is shipped (the crate's own JS is put into the glue)", () => {
+  for (const file of SHIPPED.filter((f) => f.endsWith(".js"))) {
+    const src = readFileSync(join(pkg, file), "utf8");
+    const specs = [...src.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm)];
+    for (const m of specs) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith(".")) continue;
+      const target = join(dirname(file), spec).replace(/^\.\//, "");
+      assert.ok(SHIPPED.includes(target), `${file} imports ${spec}, which is not in the package`);
+    }
+  }
+});
+
 test("every link of the shipped README stays inside the package", () => {
   const readme = readFileSync(join(pkg, "README.md"), "utf8");
   const links = [...readme.matchAll(/\[[^\]]*\]\(([^)\s]+)[^)]*\)/g)].map((m) => m[1]);

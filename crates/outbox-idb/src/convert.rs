@@ -14,14 +14,15 @@
 mod foreign;
 mod json;
 mod kept;
+mod parse;
 mod path;
 mod walk;
 
 use crate::error::{OutboxError, Result};
 use outbox_core::intent::Prepared;
 use outbox_core::Outcome;
-use serde_json::{json, Map, Value};
-use walk::{Mode, Refusal, Seg, Walker};
+use serde_json::{json, Value};
+use walk::{FieldsRefusal, Refusal};
 use wasm_bindgen::prelude::*;
 
 pub use foreign::OPAQUE_KEY;
@@ -48,7 +49,7 @@ fn refused(r: Refusal) -> OutboxError {
 /// instances…), an object using the reserved key `$outboxOpaque`, a cycle, or nesting
 /// deeper than [`MAX_APP_DEPTH`].
 pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
-    Walker::new(Mode::App, vec![Seg::Key(root.to_owned())]).walk(v).map_err(refused)
+    walk::given(v, root).map_err(refused)
 }
 
 /// An argument object of the app (an operation, an outcome, a ticket): its own fields as
@@ -58,26 +59,12 @@ pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
 /// # Errors
 /// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
 pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
-    let what = || if root.is_empty() { "the value".to_owned() } else { format!("`{root}`") };
-    if !v.is_object() || crate::js::is_array(v).unwrap_or(true) {
-        return Err(OutboxError::invalid(format!("{} must be an object", what())));
-    }
-    let keys = crate::js::own_keys(v).map_err(|_| OutboxError::invalid(format!("{} cannot be read", what())))?;
-    let mut out = Map::new();
-    for key in keys.iter() {
-        let Some(k) = key.as_string() else { continue };
-        let field = js_sys::Reflect::get(v, &key).map_err(|_| OutboxError::invalid(format!("`{k}` cannot be read")))?;
-        if field.is_undefined() {
-            continue;
-        }
-        let mut root_path = Vec::new();
-        if !root.is_empty() {
-            root_path.push(Seg::Key(root.to_owned()));
-        }
-        root_path.push(Seg::Key(k.clone()));
-        out.insert(k, Walker::new(Mode::App, root_path).walk(&field).map_err(refused)?);
-    }
-    Ok(Value::Object(out))
+    walk::given_fields(v, root).map_err(|r| match r {
+        FieldsRefusal::Whole(problem) if root.is_empty() => OutboxError::invalid(format!("the value {problem}")),
+        FieldsRefusal::Whole(problem) => OutboxError::invalid(format!("`{root}` {problem}")),
+        FieldsRefusal::Unreadable(k) => OutboxError::invalid(format!("`{k}` cannot be read")),
+        FieldsRefusal::Value(r) => refused(r),
+    })
 }
 
 /// A stored value as the planner's JSON. Never fails: values JSON cannot hold become

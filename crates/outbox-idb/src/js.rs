@@ -7,8 +7,10 @@
 //! issued so far. So every call that can reach app code goes through `Result` — here, or
 //! through a `js_sys` function that already returns one (`Reflect`, `Function::call*`);
 //! `instanceof` checks (`dyn_ref`, `is_instance_of`) are caught by wasm-bindgen's glue.
+//! The walk over the app's values (and stored ones) is JavaScript of its own, which
+//! catches what they throw: `convert/walk.js`.
 
-use js_sys::{Array, Function, JsString, Promise, Uint8Array};
+use js_sys::{Array, Function, JsString, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -16,10 +18,6 @@ use wasm_bindgen::JsCast;
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
     pub fn is_array(v: &JsValue) -> Result<bool, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = Object, js_name = getPrototypeOf)]
-    pub fn prototype_of(v: &JsValue) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
-    pub fn own_keys(v: &JsValue) -> Result<Array, JsValue>;
     #[wasm_bindgen(catch, js_namespace = Object, js_name = entries)]
     pub fn entries(v: &JsValue) -> Result<Array, JsValue>;
     #[wasm_bindgen(catch, js_name = String)]
@@ -35,33 +33,12 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
     pub fn console_warn_text(message: &str) -> Result<(), JsValue>;
 
-    /// `Date.prototype.getTime` called on `this` (`final`): a Date's own `getTime` is never
-    /// looked up; anything but a Date throws, caught.
     #[wasm_bindgen(js_name = Promise)]
     type PromiseValue;
     /// `Promise.prototype.then` called on `this` (`final`: never an own `then`); throws,
     /// caught, for anything but a promise, or when its species lookup throws.
     #[wasm_bindgen(catch, method, final, js_class = "Promise", js_name = then)]
     fn intrinsic_then(this: &PromiseValue, ok: &Function, err: &Function) -> Result<JsValue, JsValue>;
-
-    #[wasm_bindgen(js_name = ArrayBuffer)]
-    type BufferValue;
-    /// The intrinsic `byteLength` getter: throws, caught, for anything but an ArrayBuffer
-    /// (a brand check no prototype or Proxy can pass).
-    #[wasm_bindgen(catch, method, final, getter, js_class = "ArrayBuffer", js_name = byteLength)]
-    fn intrinsic_byte_length(this: &BufferValue) -> Result<f64, JsValue>;
-
-    #[wasm_bindgen(js_name = Date)]
-    type DateValue;
-    #[wasm_bindgen(catch, method, final, js_class = "Date", js_name = getTime)]
-    fn get_time(this: &DateValue) -> Result<f64, JsValue>;
-
-    #[wasm_bindgen(js_name = Uint8Array)]
-    type Bytes;
-    /// `new Uint8Array(buffer, offset, length)`; undefined `offset`/`length` take the whole
-    /// buffer. Throws for a detached one, caught.
-    #[wasm_bindgen(catch, constructor, js_class = "Uint8Array")]
-    fn new(buffer: &JsValue, offset: &JsValue, length: &JsValue) -> Result<Bytes, JsValue>;
 }
 
 /// `String(v)`, or a fixed text for a value that cannot be turned into one (a revoked
@@ -69,12 +46,6 @@ extern "C" {
 /// without `catch`.
 pub fn text_of(v: &JsValue) -> String {
     string(v).map_or_else(|_| "a value that cannot be printed".into(), String::from)
-}
-
-/// The time of a Date, by the intrinsic `Date.prototype.getTime` (an own `getTime`, or an
-/// object that only says it is a Date, cannot throw through): NaN for anything else.
-pub fn date_time(v: &JsValue) -> f64 {
-    v.unchecked_ref::<DateValue>().get_time().unwrap_or(f64::NAN)
 }
 
 /// A promise of this library's that settles as `v` does (the app's result, a promise or
@@ -94,17 +65,4 @@ pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
         resolve.call1(&JsValue::NULL, v)?;
     }
     Ok(promise)
-}
-
-/// Whether `v` is a real ArrayBuffer (not one by prototype only), and its length.
-pub fn buffer_length(v: &JsValue) -> Option<f64> {
-    v.unchecked_ref::<BufferValue>().intrinsic_byte_length().ok()
-}
-
-/// `new Uint8Array(buffer, offset, length)` (the whole buffer without `at`): throws for a
-/// detached buffer. `buffer` must have passed [`buffer_length`]: given anything else, the
-/// constructor reads it as an array-like, `length` items long.
-pub fn bytes(buffer: &JsValue, at: Option<(f64, f64)>) -> Result<Uint8Array, JsValue> {
-    let (offset, length) = at.map_or((JsValue::UNDEFINED, JsValue::UNDEFINED), |(o, l)| (o.into(), l.into()));
-    Bytes::new(buffer, &offset, &length).map(JsCast::unchecked_into)
 }

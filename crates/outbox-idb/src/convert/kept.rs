@@ -16,7 +16,7 @@
 //! undecodable (§3 rule 3: never sent, claimed or written; reported; left as it is).
 
 use super::json::to_js;
-use super::walk::{as_marker, marker, path_string, Kept, Mode, Seg, Walker};
+use super::walk::{as_marker, marker, path_string, stored, Kept, Seg};
 use js_sys::Reflect;
 use outbox_core::codec::{KNOWN_FIELDS, KNOWN_NESTED};
 use serde_json::{Map, Value};
@@ -53,10 +53,7 @@ thread_local! {
 /// The planner's JSON of a stored value; what JSON cannot hold is kept (when `remember`)
 /// for [`to_store`] and [`to_app`].
 pub fn read(v: &JsValue, remember: bool) -> Value {
-    let mut walker = Walker::new(Mode::Stored, vec![]);
-    // Stored mode never refuses.
-    let mut json = walker.walk(v).unwrap_or(Value::Null);
-    let mut kept = walker.kept;
+    let (mut json, mut kept) = stored(v);
     if let Some(id) = json.get("id").and_then(Value::as_str).filter(|_| !kept.is_empty()).map(str::to_owned) {
         name_source(&mut json, &mut kept, &id);
     }
