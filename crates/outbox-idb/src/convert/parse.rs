@@ -24,12 +24,18 @@ impl Reader<'_> {
         b
     }
 
+    /// Whether `byte` comes next; consumed if so.
+    fn eat(&mut self, byte: u8) -> bool {
+        let next = self.text.as_bytes().get(self.at) == Some(&byte);
+        self.at += usize::from(next);
+        next
+    }
+
     fn value(&mut self) -> Value {
         match self.next() {
             b'{' => {
                 let mut map = Map::new();
-                if self.text.as_bytes().get(self.at) == Some(&b'}') {
-                    self.at += 1;
+                if self.eat(b'}') {
                     return Value::Object(map);
                 }
                 // Each round consumes bytes, and any byte but `,` ends the object.
@@ -46,8 +52,7 @@ impl Reader<'_> {
             }
             b'[' => {
                 let mut items = Vec::new();
-                if self.text.as_bytes().get(self.at) == Some(&b']') {
-                    self.at += 1;
+                if self.eat(b']') {
                     return Value::Array(items);
                 }
                 loop {
