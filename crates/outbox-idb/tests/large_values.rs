@@ -29,3 +29,18 @@ async fn a_body_at_the_size_limit_is_stored_and_sent_whole() {
     let sent = js("", "return globalThis.largeSent;").call0(&JsValue::NULL).unwrap();
     assert_eq!(sent.as_f64(), Some(n as f64), "the list went whole");
 }
+
+/// The budget counts every part, also one past a container whose own items fitted: a body
+/// of exactly 1,000,000 parts is JSON, one more part after a full list is refused, naming
+/// the limit (the walk's per-part count, not only each container's look ahead at its items).
+#[wasm_bindgen_test]
+fn one_part_past_a_full_list_is_over_the_limit() {
+    let max = outbox_idb::convert::MAX_NODES;
+    // The body, its `list` and `last` are parts: `len` items make `len + 3` in all.
+    let body = |len: usize| {
+        js("n", "return { list: new Array(n).fill(0), last: 0 };").call1(&JsValue::NULL, &(len as f64).into()).unwrap()
+    };
+    assert!(outbox_idb::convert::from_js(&body(max - 3), "body").is_ok(), "exactly at the limit");
+    let err = outbox_idb::convert::from_js(&body(max - 2), "body").expect_err("one part over");
+    assert!(err.message.contains("more than 1000000 parts"), "{}", err.message);
+}
