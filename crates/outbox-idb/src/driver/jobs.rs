@@ -101,3 +101,41 @@ impl Jobs {
         ended.map_or(Poll::Pending, |e| Poll::Ready(Ok(e)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Jobs;
+    use std::task::{Context, Poll, Waker};
+    use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    fn poll(jobs: &mut Jobs) -> Poll<bool> {
+        jobs.poll_woken(&mut Context::from_waker(Waker::noop())).map(|r| r.expect("no job fails"))
+    }
+
+    /// The flush's write ending in the same poll as a job after it still counts: else the
+    /// driver would think a write still runs, never start the next, and end the flush with
+    /// answers unwritten (their rows sent again after the lease).
+    #[wasm_bindgen_test]
+    fn a_write_ending_beside_later_jobs_is_reported() {
+        let mut jobs = Jobs::default();
+        jobs.push(true, Box::pin(async { Ok(()) }));
+        jobs.push(false, Box::pin(async { Ok(()) }));
+        assert_eq!(poll(&mut jobs), Poll::Ready(true));
+        assert!(jobs.is_empty());
+        jobs.push(false, Box::pin(async { Ok(()) }));
+        jobs.push(true, Box::pin(async { Ok(()) }));
+        assert_eq!(poll(&mut jobs), Poll::Ready(true));
+        jobs.push(false, Box::pin(async { Ok(()) }));
+        assert_eq!(poll(&mut jobs), Poll::Ready(false));
+    }
+
+    /// A job still running is kept, and is not ready to report.
+    #[wasm_bindgen_test]
+    fn a_pending_job_keeps_the_set_busy() {
+        let mut jobs = Jobs::default();
+        jobs.push(true, Box::pin(std::future::pending()));
+        assert_eq!(poll(&mut jobs), Poll::Pending);
+        assert!(!jobs.is_empty());
+    }
+}
