@@ -93,8 +93,9 @@ import { gzipSync } from "node:zlib";
 // instead of futures_util (−1.4 KB), fewer await states in it, one future under
 // Store::transact, reconcile's answer set key by key, one reconcile warning (−1.0 KB).
 // Then the walk over JS values in JavaScript, put into the glue
-// (crates/outbox-idb/src/convert/walk.js, −3.8 KB of wasm for +2.2 KB of minified glue).
-const BUDGET_GZIP_BYTES = 163_800;
+// (crates/outbox-idb/src/convert/walk.js, −3.8 KB of wasm for +2.2 KB of minified glue):
+// lowered to 161,450 (to 161,368).
+const BUDGET_GZIP_BYTES = 161_450;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
