@@ -9,13 +9,30 @@ const NEVER = 600_000; // a debounce or interval that does not fire during a tes
 
 /**
  * Opens `window.t.outbox` with autoFlush `settings` and a send that succeeds, counting in
- * `window.t` the sends, the flushes, and the most flushes ever running at once.
+ * `window.t` the sends, the flushes, and the most flushes ever running at once. Resolves once
+ * the flush the scheduler starts on open has ended: a row enqueued later is this test's own
+ * (on a loaded machine that start flush, still running, took the test's row — CI, twice).
  */
 async function openAuto(page: Page, settings: Record<string, number>, open: Record<string, unknown> = {}) {
   await page.evaluate(async ({ db, settings, open }) => {
     const { Outbox } = window.pkg;
     const t = window.t;
-    Object.assign(t, { sent: [], flushes: 0, running: 0, mostRunning: 0, reports: [] });
+    Object.assign(t, { sent: [], flushes: 0, ended: 0, running: 0, mostRunning: 0, reports: [] });
+    // Counted on the prototype, before open: the scheduler calls outbox.flush() from open on.
+    const flush = Outbox.prototype.flush;
+    Outbox.prototype.flush = async function (this: unknown, extra: unknown) {
+      t.flushes += 1;
+      t.running += 1;
+      t.mostRunning = Math.max(t.mostRunning, t.running);
+      try {
+        const report = await flush.call(this, extra);
+        t.reports.push(report);
+        return report;
+      } finally {
+        t.running -= 1;
+        t.ended += 1;
+      }
+    };
     t.outbox = await Outbox.open({
       dbName: db,
       owner: "alice",
@@ -32,21 +49,9 @@ async function openAuto(page: Page, settings: Record<string, number>, open: Reco
       },
       autoFlush: settings,
     });
-    // The scheduler calls outbox.flush(): counted here.
-    const flush = t.outbox.flush.bind(t.outbox);
-    t.outbox.flush = async (extra: unknown) => {
-      t.flushes += 1;
-      t.running += 1;
-      t.mostRunning = Math.max(t.mostRunning, t.running);
-      try {
-        const report = await flush(extra);
-        t.reports.push(report);
-        return report;
-      } finally {
-        t.running -= 1;
-      }
-    };
   }, { db: `db-${uid()}`, settings, open });
+  await expect.poll(() => page.evaluate(() => window.t.ended)).toBeGreaterThanOrEqual(1);
+  await page.evaluate(() => (window.t.flushes = 0));
 }
 
 const enqueue = (page: Page, target: string) =>
@@ -56,9 +61,7 @@ const sent = (page: Page) => page.evaluate(() => window.t.sent as string[]);
 test("after enqueues, debounced: a burst of edits is sent by one flush", async ({ context }) => {
   const page = await packagePage(context);
   await openAuto(page, { debounceMs: 300, intervalMs: 0 });
-  await page.evaluate(() => window.t.outbox.flush()); // the start's flush done: counted from here
   await page.evaluate(async () => {
-    window.t.flushes = 0;
     for (let i = 0; i < 5; i++) await window.t.outbox.enqueue({ owner: "alice", kind: "update", target: `t:${i}`, body: { i } });
   });
   await expect.poll(() => sent(page)).toHaveLength(5);
@@ -96,9 +99,7 @@ test("on the interval", async ({ context }) => {
 test("one flush at a time: requests during a flush make one more after it, not one each", async ({ context }) => {
   const page = await packagePage(context);
   await openAuto(page, { debounceMs: NEVER, intervalMs: 0 });
-  await page.evaluate(() => window.t.outbox.flush()); // the start's flush done
   await page.evaluate(() => {
-    window.t.flushes = 0;
     window.t.hold = new Promise((release) => (window.t.release = release));
   });
   await enqueue(page, "t:first");
@@ -132,7 +133,6 @@ test("close() stops it: no flush on online, visible or after a debounce", async 
 test("at the report's nextDueAt, a row deferred by a failure is retried with no other trigger", async ({ context }) => {
   const page = await packagePage(context);
   await openAuto(page, { debounceMs: NEVER, intervalMs: 0 }, { backoff: { baseMs: 500, capMs: 500 } });
-  await page.evaluate(() => window.t.outbox.flush()); // the start's flush done
   await page.evaluate(() => (window.t.failNext = true));
   await enqueue(page, "t:retried");
   await page.evaluate(() => document.dispatchEvent(new Event("visibilitychange"))); // the failing attempt

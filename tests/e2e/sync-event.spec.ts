@@ -243,24 +243,29 @@ test("registerSync(tag) from a page registers the tag with the page's service wo
 });
 
 /** Opens `window.t.auto`, an outbox on another database with autoFlush (tag `tag`, no
- * interval) whose send answers a retryable failure, and counts its reports. */
+ * interval) whose send answers a retryable failure, and counts its reports. Resolves once the
+ * flush its scheduler starts on open has ended, so the row a test enqueues next is flushed by
+ * a counted flush (on a loaded machine the start flush, still running, took it — CI). */
 async function openAutoFlush(page: Page, tag: string) {
   await page.evaluate(async ({ db, user, tag }) => {
     const w = window as any;
     w.t.reports = [];
+    // Counted on the prototype, before open: the scheduler flushes from open on. The page's
+    // other outbox (`t.outbox`, no auto flush) is left out.
+    const flush = w.pkg.Outbox.prototype.flush;
+    w.pkg.Outbox.prototype.flush = async function (this: unknown, extra: unknown) {
+      const report = await flush.call(this, extra);
+      if (this !== w.t.outbox) w.t.reports.push(report);
+      return report;
+    };
     w.t.auto = await w.pkg.Outbox.open({
       dbName: db,
       owner: user,
       send: async () => ({ type: "transient", code: "HTTP_503", retryAfterMs: 60_000 }),
       autoFlush: { syncTag: tag, intervalMs: 0, debounceMs: 50 },
     });
-    const flush = w.t.auto.flush.bind(w.t.auto);
-    w.t.auto.flush = async (extra: unknown) => {
-      const report = await flush(extra);
-      w.t.reports.push(report);
-      return report;
-    };
   }, { db: `${db}-page`, user, tag });
+  await expect.poll(() => page.evaluate(() => (window as any).t.reports.length)).toBeGreaterThanOrEqual(1);
 }
 
 test("a page's autoFlush flush that ends offline registers the sync tag by itself", async ({ context }) => {
