@@ -120,6 +120,33 @@ fn s9_a_conflict_without_an_actual_revision_is_reported_blocked_not_as_a_conflic
     assert_eq!(row.blocked_code.as_deref(), Some("REVISION_UNKNOWN"));
 }
 
+/// §9: a server that answers every send with a conflict (another writer keeps changing the
+/// record) must not keep one flush writing successor after successor: the first successor
+/// is sent, the one it conflicts into waits, queued, for the next flush.
+#[test]
+fn s9_a_successor_that_conflicts_again_waits_for_the_next_flush() {
+    let mut w = World::new(1);
+    w.enqueue(0, json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"x": 1}, "revision": 1}));
+    // `maxRows` only bounds the test if the rule is broken.
+    w.start_flush_with(0, "alice", |o| o.max_rows = Some(20));
+    let mut sends = 0;
+    let rep = w.drain(0, &mut |_, _| {
+        sends += 1;
+        outbox_core::Outcome::Conflict { actual_revision: json!(sends + 1) }
+    });
+    assert_eq!((sends, rep.conflicts), (2, 2), "the original and its first successor, no more");
+    let left: Vec<_> = w.store.all().cloned().collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!((&left[0]["revision"], &left[0]["state"]), (&json!(3), &json!("queued")));
+    // The next flush sends it, and its own successor once: the same two steps again.
+    w.start_flush_with(0, "alice", |o| o.max_rows = Some(20));
+    let rep = w.drain(0, &mut |_, _| {
+        sends += 1;
+        outbox_core::Outcome::Conflict { actual_revision: json!(sends + 1) }
+    });
+    assert_eq!((sends, rep.conflicts), (4, 2));
+}
+
 /// Carries out write `token` of tab 0 as a store would, except that another writer changes
 /// row `touched` (an unknown field set to `mark`) between the plan and its compare. Hands the
 /// result to the flush and returns it.

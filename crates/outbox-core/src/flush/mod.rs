@@ -239,7 +239,7 @@ impl Flush {
         if !may_send {
             self.release_ready(out);
         }
-        let next = task.written(result, &mut self.report, &mut self.memory.conflict_born, may_send);
+        let next = task.written(result, &mut self.report, &mut self.memory, may_send);
         if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
             // Another tab is claiming from the same queue, here: the list read for this
             // round is out of date. With candidates left, ask which rows still exist (keys

@@ -49,7 +49,8 @@ pub(super) enum Ending {
 #[derive(Debug, Default)]
 pub(super) struct Memory {
     /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
-    /// commit may be tried again after the next read).
+    /// commit may be tried again after the next read), and the successors of conflict
+    /// successors that conflicted again, left for the next flush (§9).
     pub(super) attempted: HashSet<String>,
     /// Orphan intents whose receipt this flush looked up (once per flush, but see
     /// `orphans_waiting`).

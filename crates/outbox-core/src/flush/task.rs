@@ -3,6 +3,7 @@
 
 use super::batch::ClaimBatch;
 use super::intent_action::{intent_scopes, plan_intent, IntentAction};
+use super::phase::Memory;
 use super::report::{FlushReport, ReceiptReport};
 use super::request::{Draws, FlushOptions, Request, SendOp, Token};
 use crate::ack::{ack_scopes, plan_ack, AckDecision, AckDraws};
@@ -14,7 +15,7 @@ use crate::release::{plan_release, release_scopes, Unsent};
 use crate::row::{Evidence, Row, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// How many times one answer is planned again before the flush gives up on it. An answer is
 /// planned again when its write found the scope changed (another tab wrote between the
@@ -171,7 +172,7 @@ impl Task {
         self,
         result: Option<ReplaceOutcome>,
         report: &mut FlushReport,
-        conflict_born: &mut HashSet<String>,
+        memory: &mut Memory,
         may_send: bool,
     ) -> Wait {
         let committed = result == Some(ReplaceOutcome::Committed);
@@ -209,7 +210,7 @@ impl Task {
                 DONE
             }
             Task::Sending { .. } => DONE,
-            Task::Answer(a) => answered(a, result, report, conflict_born),
+            Task::Answer(a) => answered(a, result, report, memory),
             Task::Convert { mut answer, rest, action, .. } => {
                 if committed {
                     match action {
@@ -283,12 +284,7 @@ fn next_intent(answer: Answer, mut rest: VecDeque<(Row, Value)>) -> Wait {
     }
 }
 
-fn answered(
-    mut a: Answer,
-    result: Option<ReplaceOutcome>,
-    report: &mut FlushReport,
-    conflict_born: &mut HashSet<String>,
-) -> Wait {
+fn answered(mut a: Answer, result: Option<ReplaceOutcome>, report: &mut FlushReport, memory: &mut Memory) -> Wait {
     let decided = a.decided.take();
     let receipt = |report: &mut FlushReport, applied: bool| {
         if let Outcome::Success { receipt, replayed } = &a.outcome {
@@ -328,10 +324,15 @@ fn answered(
                     Some(s) => {
                         report.conflicts += 1;
                         report.counters.conflicts += 1;
-                        // A successor that conflicts again waits for the next flush: no loop.
-                        let first = !conflict_born.contains(&a.row.id);
-                        conflict_born.insert(s.id);
-                        first
+                        // §9: a successor that conflicts again writes its own successor, which
+                        // this flush leaves for the next one (as if attempted): no loop.
+                        if memory.conflict_born.contains(&a.row.id) {
+                            memory.attempted.insert(s.id);
+                            false
+                        } else {
+                            memory.conflict_born.insert(s.id);
+                            true
+                        }
                     }
                     // No usable actual revision: the row was blocked `REVISION_UNKNOWN` (§9).
                     None => {
