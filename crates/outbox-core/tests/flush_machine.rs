@@ -126,7 +126,10 @@ fn s9_a_conflict_without_an_actual_revision_is_reported_blocked_not_as_a_conflic
 #[test]
 fn s9_a_successor_that_conflicts_again_waits_for_the_next_flush() {
     let mut w = World::new(1);
-    w.enqueue(0, json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"x": 1}, "revision": 1}));
+    assert!(w
+        .enqueue(0, json!({"owner": "alice", "target": "w:1", "kind": "update", "body": {"x": 1}, "revision": 1}))
+        .row
+        .is_some());
     // `maxRows` only bounds the test if the rule is broken.
     w.start_flush_with(0, "alice", |o| o.max_rows = Some(20));
     let mut sends = 0;
