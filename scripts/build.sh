@@ -15,7 +15,21 @@ esac
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh all
 echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
-wasm-pack build crates/outbox-idb --release --target web --mode no-install --out-dir ../../pkg --out-name outbox_idb
+# The standard library is built with the package, for size (issue 35: −5.4 KB gzip): std's
+# `optimize_for_size` (smaller sorts, formatting and string code) and the profile's
+# opt-level "z" instead of the prebuilt std's speed-tuned code. `-Z build-std` is unstable:
+# RUSTC_BOOTSTRAP=1 allows it on this stable toolchain, for this one command (the tests'
+# and the gate's builds use the prebuilt std). The panic strategy stays `abort` with the
+# hook and its messages (src/panic.rs): `panic_immediate_abort` would remove the hook.
+# RUSTC_BOOTSTRAP also makes rustc mangle symbols as nightly does (v0), which names the
+# closure shims wasm-bindgen exports after their whole types (+0.1 KB gzip of export
+# names): the stable toolchain's legacy mangling is asked for instead.
+# OUTBOX_PREBUILT_STD=1 builds with the prebuilt std instead (a toolchain where build-std
+# fails); the module is then about 5 KB larger and over the size budget.
+std_args=(-- -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size)
+[ "${OUTBOX_PREBUILT_STD:-0}" = 1 ] && std_args=()
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="${RUSTFLAGS:-} -Zunstable-options -Csymbol-mangling-version=legacy" wasm-pack build crates/outbox-idb --release --target web --mode no-install --out-dir ../../pkg \
+  --out-name outbox_idb "${std_args[@]}"
 # The crate's own JS (the value walk, crates/outbox-idb/src/convert/walk.js) goes into the
 # glue: no pkg/snippets/<hash>/ directory to ship.
 node scripts/inline-snippets.mjs

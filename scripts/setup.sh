@@ -20,6 +20,11 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   log "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
 fi
+# The standard library's source: scripts/build.sh builds std for size with the package.
+if ! rustup component list --installed 2>/dev/null | grep -qx rust-src; then
+  log "adding the rust-src component"
+  rustup component add rust-src
+fi
 [ "$want" = rust ] && exit 0
 
 apt_install() {
