@@ -95,7 +95,9 @@ import { gzipSync } from "node:zlib";
 // Then the walk over JS values in JavaScript, put into the glue
 // (crates/outbox-idb/src/convert/walk.js, −3.8 KB of wasm for +2.2 KB of minified glue):
 // lowered to 161,450 (to 161,368).
-const BUDGET_GZIP_BYTES = 161_450;
+// Lowered to 156,400 (to 156,317, 2026-12-06): the conflict note built as a Map, not with
+// json! (−0.6 KB), and std built for size with the package (scripts/build.sh, −4.4 KB).
+const BUDGET_GZIP_BYTES = 156_400;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
