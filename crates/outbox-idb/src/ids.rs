@@ -41,14 +41,31 @@ pub fn new_id() -> String {
     // No `crypto` to call (every browser, worker and Node 20 has it): `Math.random`, which
     // still makes ids that never repeat in practice, only guessable ones.
     let b = bytes.unwrap_or_else(|| std::array::from_fn(|_| (js_sys::Math::random() * 256.0) as u8));
-    // Encoded into a buffer, not `to_string`: no `Display` formatting machinery (issue 35).
-    let mut text = uuid::Uuid::encode_buffer();
-    uuid::Builder::from_random_bytes(b).into_uuid().hyphenated().encode_lower(&mut text).to_owned()
+    hyphenated_v4(b)
+}
+
+/// The UUID v4 of 16 random bytes as lowercase hyphenated text (RFC 9562: version 4 in the
+/// high nibble of byte 6, variant `10` in the high bits of byte 8), written by hand: no
+/// formatting machinery and no `uuid` crate in the module (issue 35). The test below holds
+/// it to the `uuid` crate's layout.
+fn hyphenated_v4(mut b: [u8; 16]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let mut text = String::with_capacity(36);
+    for (i, byte) in b.into_iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            text.push('-');
+        }
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 15)]));
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
-    use super::new_id;
+    use super::{hyphenated_v4, new_id};
     use std::collections::HashSet;
     use wasm_bindgen_test::*;
 
@@ -62,6 +79,20 @@ mod tests {
             let u = uuid::Uuid::parse_str(id).expect("a UUID");
             assert_eq!(u.get_version_num(), 4, "{id}");
             assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{id}");
+        }
+    }
+
+    #[wasm_bindgen_test]
+    fn the_text_is_the_uuid_crates_v4_of_the_same_bytes() {
+        let patterns: [[u8; 16]; 4] = [
+            [0; 16],
+            [0xff; 16],
+            std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11)),
+            std::array::from_fn(|i| 0xf0u8.wrapping_sub(i as u8 * 9)),
+        ];
+        for b in patterns {
+            let want = uuid::Builder::from_random_bytes(b).into_uuid().hyphenated().to_string();
+            assert_eq!(hyphenated_v4(b), want, "{b:?}");
         }
     }
 }
