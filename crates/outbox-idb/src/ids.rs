@@ -3,44 +3,53 @@
 //! would take; issue 12 counts every crossing of the JS boundary per row). The bytes are
 //! the same cryptographic randomness; only the calls are batched.
 
-use js_sys::{Reflect, Uint8Array};
 use std::cell::RefCell;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
 
 /// Bytes fetched at once: 64 ids.
-const POOL_BYTES: u32 = 1024;
+const POOL_BYTES: usize = 1024;
 
 thread_local! {
     /// Unused random bytes, taken from the end.
     static POOL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// `POOL_BYTES` from `crypto.getRandomValues` (pages, workers and Node all have it).
+#[wasm_bindgen]
+extern "C" {
+    /// `crypto.getRandomValues` filling the bytes in place (pages, workers and Node all
+    /// have it); caught where there is no `crypto` or it throws.
+    #[wasm_bindgen(catch, js_namespace = crypto, js_name = getRandomValues)]
+    fn get_random_values(buf: &mut [u8]) -> Result<JsValue, JsValue>;
+}
+
+/// `POOL_BYTES` from `crypto.getRandomValues`.
 fn fetch() -> Option<Vec<u8>> {
-    let crypto = Reflect::get(&js_sys::global(), &"crypto".into()).ok()?;
-    let get = Reflect::get(&crypto, &"getRandomValues".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
-    let buf = Uint8Array::new_with_length(POOL_BYTES);
-    get.call1(&crypto, &buf).ok()?;
-    Some(buf.to_vec())
+    let mut buf = vec![0; POOL_BYTES];
+    get_random_values(&mut buf).ok()?;
+    Some(buf)
 }
 
 /// A fresh UUID v4 as text.
 #[must_use]
 pub fn new_id() -> String {
-    let bytes = POOL.with(|pool| {
+    let mut b = [0u8; 16];
+    let drawn = POOL.with(|pool| {
         let mut pool = pool.borrow_mut();
         if pool.len() < 16 {
             *pool = fetch()?;
         }
         let at = pool.len() - 16;
-        let mut b = [0u8; 16];
         b.copy_from_slice(&pool[at..]);
         pool.truncate(at);
-        Some(b)
+        Some(())
     });
     // No `crypto` to call (every browser, worker and Node 20 has it): `Math.random`, which
     // still makes ids that never repeat in practice, only guessable ones.
-    let b = bytes.unwrap_or_else(|| std::array::from_fn(|_| (js_sys::Math::random() * 256.0) as u8));
+    if drawn.is_none() {
+        for x in &mut b {
+            *x = (js_sys::Math::random() * 256.0) as u8;
+        }
+    }
     hyphenated_v4(b)
 }
 
@@ -65,8 +74,9 @@ fn hyphenated_v4(mut b: [u8; 16]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{hyphenated_v4, new_id};
+    use super::{hyphenated_v4, new_id, POOL};
     use std::collections::HashSet;
+    use wasm_bindgen::JsValue;
     use wasm_bindgen_test::*;
 
     wasm_bindgen_test_configure!(run_in_browser);
@@ -80,6 +90,24 @@ mod tests {
             assert_eq!(u.get_version_num(), 4, "{id}");
             assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{id}");
         }
+    }
+
+    #[wasm_bindgen_test]
+    fn when_get_random_values_throws_ids_come_from_math_random_and_the_pool_refills_later() {
+        let run = |src: &str| js_sys::Function::new_no_args(src).call0(&JsValue::NULL).unwrap();
+        run("Object.defineProperty(crypto, 'getRandomValues', {value() { throw new Error('no'); }, configurable: true});");
+        POOL.with(|p| p.borrow_mut().clear());
+        let ids: Vec<String> = (0..20).map(|_| new_id()).collect();
+        let pool_then = POOL.with(|p| p.borrow().len());
+        run("delete crypto.getRandomValues;");
+        assert_eq!(pool_then, 0, "nothing drawn while crypto throws");
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 20);
+        for id in &ids {
+            let u = uuid::Uuid::parse_str(id).expect("a UUID");
+            assert_eq!((u.get_version_num(), u.get_variant()), (4, uuid::Variant::RFC4122), "{id}");
+        }
+        let _ = new_id();
+        assert_eq!(POOL.with(|p| p.borrow().len()), 1024 - 16, "crypto's bytes again");
     }
 
     #[wasm_bindgen_test]
