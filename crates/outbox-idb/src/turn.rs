@@ -91,16 +91,7 @@ pub fn release_all() {
 /// names holding `:` cannot meet.
 fn lock_name(db: &str, owner: &str) -> String {
     let mut name = String::from("outbox-flush:");
-    // The length's digits written by hand: no integer `Display` (issue 35).
-    // Each digit goes in front of the ones after it.
-    let (at, mut n) = (name.len(), db.len());
-    loop {
-        name.insert(at, char::from(b'0' + (n % 10) as u8));
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    crate::js::push_decimal(&mut name, db.len());
     name.push(':');
     name.push_str(db);
     name.push(':');
