@@ -52,9 +52,12 @@ impl Outbox {
             let new_id = crate::ids::new_id();
             let records = row_records(&writes, &row.target);
             let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
-            let (ok, changed) = with_records(&inner, scopes, records, |cur| {
-                plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)
-            })
+            let (ok, changed) = with_records(
+                &inner,
+                scopes,
+                records,
+                Box::new(|cur| plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)),
+            )
             .await?;
             if ok {
                 inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
@@ -92,11 +95,13 @@ impl Outbox {
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;
-            let (ok, changed) =
-                with_records(&inner, vec![Scope::Id(row_id.clone())], row_records(&writes, &target), |cur| {
-                    plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()
-                })
-                .await?;
+            let (ok, changed) = with_records(
+                &inner,
+                vec![Scope::Id(row_id.clone())],
+                row_records(&writes, &target),
+                Box::new(|cur| plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()),
+            )
+            .await?;
             if ok {
                 inner.notifier.changed_records("discard", owner.as_deref(), &changed);
             }

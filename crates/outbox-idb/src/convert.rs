@@ -21,7 +21,7 @@ mod walk;
 use crate::error::{OutboxError, Result};
 use outbox_core::intent::Prepared;
 use outbox_core::Outcome;
-use serde_json::{json, Value};
+use serde_json::Value;
 use walk::{FieldsRefusal, Refusal};
 use wasm_bindgen::prelude::*;
 
@@ -117,7 +117,17 @@ pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
 /// what JSON cannot hold (SPEC §3 rule 3).
 pub(crate) fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
     let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
-    let entry = to_js(&json!({"id": u.id, "owner": u.owner, "undecodable": true, "error": error}));
-    let _ = js_sys::Reflect::set(&entry, &"raw".into(), &row_to_js(&u.raw));
+    // Set key by key (in this order), not through a JSON text: no `json!` map to build.
+    let text = |s: &Option<String>| s.as_deref().map_or(JsValue::NULL, JsValue::from);
+    let entry: JsValue = js_sys::Object::new().into();
+    for (key, value) in [
+        ("id", text(&u.id)),
+        ("owner", text(&u.owner)),
+        ("undecodable", JsValue::TRUE),
+        ("error", JsValue::from(error)),
+        ("raw", row_to_js(&u.raw)),
+    ] {
+        let _ = js_sys::Reflect::set(&entry, &key.into(), &value);
+    }
     entry
 }

@@ -37,16 +37,9 @@ impl Ports {
     /// # Errors
     /// `INVALID_ARGUMENT` when one is given but is not a function.
     pub fn parse(obj: &JsValue, with_send: bool) -> Result<Ports> {
-        let f = |key: &str| -> Result<Option<Function>> {
-            if !obj.is_object() {
-                return Ok(None);
-            }
-            let v = Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED);
-            if v.is_undefined() || v.is_null() {
-                return Ok(None);
-            }
-            v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(format!("`{key}` must be a function")))
-        };
+        // Read as `Outbox.open` reads `now` and `random`; none of a value that is no object
+        // (a function with ports as properties included).
+        let f = |key: &str| if obj.is_object() { crate::inner::optional_fn(obj, key) } else { Ok(None) };
         let ports = Ports {
             send: if with_send { f("send")? } else { None },
             prepare_successor: f("prepareSuccessor")?,

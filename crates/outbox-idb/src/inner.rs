@@ -44,7 +44,8 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> {
+/// An optional function option `key` of `obj` (absent when `obj` is no object).
+pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> {
     let v = get(obj, key);
     if v.is_undefined() || v.is_null() {
         return Ok(None);

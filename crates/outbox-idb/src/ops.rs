@@ -13,11 +13,14 @@ use wasm_bindgen::prelude::*;
 
 /// One strict replace over `scopes` with the app's record `writes`, which commit only if
 /// the replace does. Returns whether it committed and the records it changed.
+///
+/// The planner comes boxed: one copy of this future for every caller, not one per closure
+/// type (issue 35).
 pub async fn with_records<'a>(
     inner: &'a crate::inner::Inner,
     scopes: Vec<Scope>,
     writes: Vec<outbox_core::records::RecordWrite>,
-    planner: impl FnOnce(&[Value]) -> Option<outbox_core::ReplacePlan> + 'a,
+    planner: Planner<'a>,
 ) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
     let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
     let planner: Planner<'_> = Box::new(move |cur| {

@@ -91,7 +91,7 @@ pub fn release_all() {
 /// names holding `:` cannot meet.
 fn lock_name(db: &str, owner: &str) -> String {
     let mut name = String::from("outbox-flush:");
-    name.push_str(&db.len().to_string());
+    crate::js::push_decimal(&mut name, db.len());
     name.push(':');
     name.push_str(db);
     name.push(':');
@@ -219,4 +219,21 @@ fn sleep(ms: u32) -> Promise {
             let _ = set.call2(&js_sys::global(), &resolve, &ms.into());
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lock_name;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    #[wasm_bindgen_test]
+    fn the_lock_name_starts_with_the_database_names_length_in_utf8_bytes() {
+        for len in [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12_345] {
+            let db = "d".repeat(len);
+            assert_eq!(lock_name(&db, "al:ice"), format!("outbox-flush:{len}:{db}:al:ice"));
+        }
+        assert_eq!(lock_name("\u{e9}", "o"), "outbox-flush:2:\u{e9}:o");
+    }
 }

@@ -252,9 +252,23 @@ async fn undecodable_rows_are_left_untouched_and_reported() {
     assert!(stored.contains(&bad) && stored.contains(&orphan) && stored.len() == 2, "{stored:?}");
     let und = ok(a.undecodable()).await;
     assert_eq!(und.as_array().unwrap().len(), 2);
+    // Each entry a plain object with these keys in this order; an owner that cannot be
+    // read is `null`, not absent.
+    let und_js: js_sys::Array = settle(a.undecodable()).await.unwrap().unchecked_into();
+    for entry in und_js.iter() {
+        let entry: Object = entry.unchecked_into();
+        let keys: Vec<String> = Object::keys(&entry).iter().map(|k| k.as_string().unwrap()).collect();
+        assert_eq!(keys, ["id", "owner", "undecodable", "error", "raw"]);
+        let plain = js("e", "return Object.getPrototypeOf(e) === Object.prototype;").call1(&JsValue::NULL, &entry);
+        assert_eq!(plain.unwrap(), JsValue::TRUE);
+    }
+    let orphan_entry = und.as_array().unwrap().iter().find(|e| e["id"] == "noowner").unwrap();
+    assert_eq!(orphan_entry["owner"], Value::Null);
+    assert_eq!(orphan_entry["raw"], orphan);
     let rows = ok(a.rows("alice".into())).await;
     assert_eq!(rows[0]["undecodable"], true);
     assert_eq!(rows[0]["error"], "unknown kind `upsert`");
+    assert_eq!(rows[0]["owner"], "alice");
     let m = ok(a.metrics(JsValue::UNDEFINED)).await;
     assert_eq!((m["undecodable"].clone(), m["total"].clone()), (json!(2), json!(0)));
     assert_eq!(ok(a.discard(JsValue::NULL, "noowner".into(), JsValue::UNDEFINED)).await, true);

@@ -472,3 +472,25 @@ async fn a_flush_whose_deadline_is_as_early_as_a_time_can_be_ends_at_once() {
     assert_eq!(ra["claimed"], json!(0), "{ra}");
     assert_eq!(ok(a.rows("alice".into())).await.as_array().map(Vec::len), Some(1));
 }
+
+#[wasm_bindgen_test]
+async fn the_turn_is_a_web_lock_named_after_the_databases_length_and_name_and_the_owner() {
+    let (_a, _b, fa) = a_stuck_holder("turns-lock-name-\u{e9}", 1, 16).await;
+    let query = js(
+        "",
+        "return navigator.locks.query().then((s) => s.held.map((l) => l.name).filter((n) => n.includes('turns-lock-name-')));",
+    );
+    let held = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(query.call0(&JsValue::NULL).unwrap()))
+        .await
+        .unwrap();
+    let held: Vec<String> = js_sys::Array::from(&held).iter().map(|s| s.as_string().unwrap()).collect();
+    // The database's name is the test's, `-` and a UUID: 18 + 1 + 36 = 55 bytes in UTF-8
+    // (`é` is two), 54 characters.
+    assert_eq!(held.len(), 1, "{held:?}");
+    let name = &held[0];
+    assert!(name.starts_with("outbox-flush:55:turns-lock-name-\u{e9}-"), "{name}");
+    assert!(name.ends_with(":alice"), "{name}");
+    assert_eq!(name.len(), "outbox-flush:55:".len() + 55 + ":alice".len(), "{name}");
+    release("turnRelease16");
+    ok(fa).await;
+}

@@ -72,7 +72,11 @@ pub fn read(v: &JsValue, remember: bool) -> Value {
 /// whole).
 fn name_source(json: &mut Value, kept: &mut [Kept], id: &str) {
     for k in kept {
-        let named = format!("{}:{id}{}", id.len(), k.marker);
+        let mut named = String::new();
+        crate::js::push_decimal(&mut named, id.len());
+        named.push(':');
+        named.push_str(id);
+        named.push_str(&k.marker);
         let slot = k.path.iter().try_fold(&mut *json, |v, seg| match seg {
             Seg::Key(key) => v.get_mut(key.as_str()),
             Seg::Index(i) => v.get_mut(*i as usize),

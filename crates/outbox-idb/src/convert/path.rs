@@ -26,7 +26,11 @@ pub fn path_string(segs: &[Seg]) -> String {
                 s.push_str(&serde_json::to_string(k).unwrap_or_default());
                 s.push(']');
             }
-            Seg::Index(n) => s.push_str(&format!("[{n}]")),
+            Seg::Index(n) => {
+                s.push('[');
+                crate::js::push_decimal(&mut s, *n as usize);
+                s.push(']');
+            }
         }
     }
     s
