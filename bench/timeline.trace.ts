@@ -105,8 +105,10 @@ function summarize(label: string, start: number, end: number, tl: { tx: any[]; f
     lines.push(`  in flight: ${[...hist].sort((a, b) => a[0] - b[0]).map(([k, v]) => `${k}:${((100 * v) / total).toFixed(0)}%`).join(" ")}`);
   }
   // The first transactions, to see the pipeline's shape.
-  const head = tx.slice(0, 40).map((t) => `  ${(t.t0 - start).toFixed(1).padStart(7)}–${(t.t1 - start).toFixed(1).padStart(7)} ${t.mode === "readwrite" ? "rw" : "ro"} ${Object.entries(t.reqs).filter(([, v]) => v).map(([k, v]) => `${k}×${v}`).join(" ")}`);
-  lines.push("first transactions (ms from the flush's start):", ...head);
+  const shown = (t: any) => `  ${(t.t0 - start).toFixed(1).padStart(7)}–${(t.t1 - start).toFixed(1).padStart(7)} ${t.mode === "readwrite" ? "rw" : "ro"} ${Object.entries(t.reqs).filter(([, v]) => v).map(([k, v]) => `${k}×${v}`).join(" ")}`;
+  lines.push("first transactions (ms from the flush's start):", ...tx.slice(0, 40).map(shown));
+  // And the last ones, to see how a flush ends (its last reads of the queue).
+  if (tx.length > 40) lines.push("last transactions:", ...tx.slice(Math.max(40, tx.length - 12)).map(shown));
   return lines.join("\n");
 }
 
