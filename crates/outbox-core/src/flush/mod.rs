@@ -47,6 +47,7 @@ pub use report::{FlushReport, ReceiptReport};
 pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
 
 use crate::input::Prepared;
+use crate::names::Numbered;
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::Unsent;
@@ -56,7 +57,7 @@ use batch::Candidate;
 use intent_action::IntentAction;
 use phase::{Ending, Memory, Phase};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use task::{OrphanStep, Task, Wait};
 use tasks::Tasks;
 
@@ -72,7 +73,7 @@ pub struct Flush {
     /// The round's sendable rows not claimed yet, in claim order.
     candidates: VecDeque<Candidate>,
     /// Targets this flush holds in the tab's [`Outstanding`], with the task holding each.
-    held: HashMap<String, Token>,
+    held: Numbered,
     /// The token of a [`Request::ReadIds`] asked for after meeting another tab's claims:
     /// no claims until it is back.
     refreshing: Option<Token>,
@@ -135,7 +136,7 @@ impl Flush {
             tasks: Tasks::default(),
             next_token: 1,
             candidates: VecDeque::new(),
-            held: HashMap::new(),
+            held: Numbered::default(),
             refreshing: None,
             memory: Memory::default(),
             sends: 0,
@@ -411,10 +412,10 @@ impl Flush {
         let owner = &self.opts.owner;
         let id = self.id;
         self.held.retain(|target, t| {
-            if *t == token {
+            if t == token {
                 out.release(id, owner, target);
             }
-            *t != token
+            t != token
         });
     }
 
