@@ -48,7 +48,7 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n, EXACT),
+        Value::Number(n) => write_number::<EXACT>(out, n),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -85,15 +85,16 @@ pub fn canonical_json(value: &Value) -> String {
     s
 }
 
-fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
-    if let Some(i) = n.as_i64() {
-        // Integers beyond 2^53 are not exact in JS either; JCS formats the double.
-        if exact || i.unsigned_abs() <= (1u64 << 53) {
+/// JCS writes every number as the double it is (integers beyond 2^53 are not exact in JS
+/// either): one path, ECMAScript's form, which for an integer up to 2^53 is its digits. The
+/// exact form writes an integer serde_json read as one with its own digits.
+fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
+    if EXACT {
+        if let Some(i) = n.as_i64() {
             let _ = write!(out, "{i}");
             return;
         }
-    } else if let Some(u) = n.as_u64() {
-        if exact || u <= (1u64 << 53) {
+        if let Some(u) = n.as_u64() {
             let _ = write!(out, "{u}");
             return;
         }
@@ -101,12 +102,12 @@ fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
     let f = n.as_f64().unwrap_or(0.0);
     if f == 0.0 {
         // -0 is written as 0 (JCS); the exact form keeps the sign.
-        out.push_str(if exact && f.is_sign_negative() { "-0" } else { "0" });
+        out.push_str(if EXACT && f.is_sign_negative() { "-0" } else { "0" });
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format(f));
     }
-    if exact && f.fract() == 0.0 {
+    if EXACT && f.fract() == 0.0 {
         // A whole number read from a fraction or an exponent (`1.0`, `1e2`, `-0`): not an
         // integer to a typed reader, which refuses it where it takes `1` or `100`.
         out.push_str(".0");
@@ -155,6 +156,23 @@ mod tests {
         // sha256 of {"body":{"a":true,"w":80},"kind":"update","revision":null,"target":"workout:42"}
         assert_eq!(a, "9a547e173f6a790e9233c253c2f7050eb652d1d8174007d48d79c516fe0e62a3");
         assert_ne!(a, fingerprint(Kind::Update, "workout:42", &json!({"a": true, "w": 80}), Some(&json!(3))));
+    }
+
+    #[test]
+    fn integers_up_to_2_pow_53_are_written_with_their_digits() {
+        let mut ints: Vec<i64> = vec![0, 1, -1, 7, 10, -10, 100, 999, 1_000_000, 123_456_789_012_345];
+        for k in 0..=53 {
+            ints.extend([(1i64 << k) - 1, 1i64 << k, -(1i64 << k), 1 - (1i64 << k)]);
+        }
+        let mut p = 1i64;
+        while p <= 1i64 << 53 {
+            ints.extend([p, -p, p - 1, p + 1]);
+            p *= 10;
+        }
+        for i in ints.into_iter().filter(|i| i.unsigned_abs() <= 1 << 53) {
+            assert_eq!(canonical_json(&json!(i)), i.to_string());
+            assert_eq!(canonical_json(&json!(i.unsigned_abs())), i.unsigned_abs().to_string());
+        }
     }
 
     #[test]
