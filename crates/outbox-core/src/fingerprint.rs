@@ -126,7 +126,9 @@ fn write_string(out: &mut String, s: &str) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+                // `\u00XX`, lowercase hex (JCS).
+                out.push_str(if (c as u32) < 0x10 { "\\u000" } else { "\\u001" });
+                out.push(char::from(b"0123456789abcdef"[c as usize & 0xf]));
             }
             c => out.push(c),
         }
@@ -198,5 +200,18 @@ mod tests {
     #[test]
     fn only_control_characters_are_escaped() {
         assert_eq!(canonical_json(&json!("a b\u{1f}")), "\"a b\\u001f\"");
+        for c in (0..0x20u8).map(char::from) {
+            let named = match c {
+                '\u{08}' => "\\b",
+                '\u{0c}' => "\\f",
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                _ => "",
+            };
+            let want = if named.is_empty() { format!("\\u{:04x}", c as u32) } else { named.to_owned() };
+            assert_eq!(canonical_json(&json!(c.to_string())), format!("\"{want}\""), "{c:?}");
+        }
+        assert_eq!(canonical_json(&json!("\u{20}\u{7f}\u{80}\"\\")), "\" \u{7f}\u{80}\\\"\\\\\"");
     }
 }

@@ -129,7 +129,11 @@ pub fn parse_writes(v: &Value, at: &str) -> Result<Vec<WriteInput>, WritesError>
     if list.len() > MAX_WRITES {
         return Err(WritesError(format!("`{at}` holds more than {MAX_WRITES} record writes")));
     }
-    list.iter().enumerate().map(|(i, w)| parse_one(w, &format!("{at}[{i}]"))).collect()
+    let mut writes = Vec::with_capacity(list.len());
+    for (i, w) in list.iter().enumerate() {
+        writes.push(parse_one(w, &format!("{at}[{i}]"))?);
+    }
+    Ok(writes)
 }
 
 fn parse_one(v: &Value, at: &str) -> Result<WriteInput, WritesError> {
