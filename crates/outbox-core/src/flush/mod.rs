@@ -317,11 +317,16 @@ impl Flush {
     /// expired session: each is released (claim expired, fence kept), as a claim that
     /// commits after the auth answer is.
     fn release_unsent(&mut self, out: &mut Outstanding) {
-        let (unsent, rest): (Vec<Request>, Vec<Request>) =
-            self.requests.drain(..).partition(|r| matches!(r, Request::Send { .. }));
-        self.requests.extend(rest);
-        for req in unsent {
-            let Request::Send { token, .. } = req else { continue };
+        // Taken out one by one (no `drain`: one more copy of its code in the module).
+        let mut requests = std::mem::take(&mut self.requests);
+        let mut unsent = Vec::new();
+        while let Some(req) = requests.pop_front() {
+            match req {
+                Request::Send { token, .. } => unsent.push(token),
+                other => self.requests.push_back(other),
+            }
+        }
+        for token in unsent {
             self.in_flight = self.in_flight.saturating_sub(1);
             self.sends = self.sends.saturating_sub(1);
             self.release_claimed(token, out);

@@ -105,7 +105,10 @@ impl Flush {
         }
         self.refreshing = None;
         let there = Lookup::new(ids.iter().map(|id| Some(id.as_str())));
-        let list: Vec<Candidate> = self.candidates.drain(..).collect();
+        let mut list = Vec::with_capacity(self.candidates.len());
+        while let Some(c) = self.candidates.pop_front() {
+            list.push(c);
+        }
         let left = go_on_elsewhere(list, &there, draws.unit());
         if left.is_empty() {
             // Nothing of the list is left: read the queue again, as at a stale claim at

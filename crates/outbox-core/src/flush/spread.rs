@@ -58,11 +58,11 @@ pub(super) fn go_on_elsewhere(list: Vec<Candidate>, there: &Lookup, unit: f64) -
 
 /// The records' candidates one after another.
 fn flatten(records: Vec<Vec<Candidate>>) -> VecDeque<Candidate> {
-    let mut out = VecDeque::new();
-    for record in records {
-        out.extend(record);
+    let mut out = Vec::new();
+    for mut record in records {
+        out.append(&mut record);
     }
-    out
+    out.into()
 }
 
 /// The candidates grouped by record, in the order each record first appears.
