@@ -10,12 +10,12 @@ use std::collections::VecDeque;
 
 /// The round's candidates from a random place (`unit` in `[0, 1)`).
 pub(super) fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Candidate> {
-    let mut records = by_record(picked);
+    let records = by_record(picked);
+    let mut offset = 0;
     if !records.is_empty() {
-        let offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
-        records.rotate_left(offset);
+        offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
     }
-    flatten(records)
+    flatten(records, offset)
 }
 
 /// After meeting another tab's claims: the candidates still `there`, from a place in the
@@ -49,18 +49,18 @@ pub(super) fn go_on_elsewhere(list: Vec<Candidate>, there: &Lookup, unit: f64) -
             left.push(c);
         }
     }
-    let mut records = by_record(left);
-    if let Some(at) = first.and_then(|t| records.iter().position(|r| r[0].target == t)) {
-        records.rotate_left(at);
-    }
-    flatten(records)
+    let records = by_record(left);
+    let at = first.and_then(|t| records.iter().position(|r| r[0].target == t));
+    flatten(records, at.unwrap_or(0))
 }
 
-/// The records' candidates one after another.
-fn flatten(records: Vec<Vec<Candidate>>) -> VecDeque<Candidate> {
+/// The records' candidates one after another, from record `from` on, then those before it
+/// (as `rotate_left(from)` would put them, without its code in the module).
+fn flatten(mut records: Vec<Vec<Candidate>>, from: usize) -> VecDeque<Candidate> {
+    let n = records.len();
     let mut out = Vec::new();
-    for mut record in records {
-        out.append(&mut record);
+    for k in 0..n {
+        out.append(&mut records[(from + k) % n]);
     }
     out.into()
 }
@@ -112,6 +112,15 @@ mod tests {
         // Of two stretches as long, the first in walking order (the nearer one).
         let there = Lookup::new(["r0", "r1", "r3", "r4"].into_iter().map(Some));
         assert_eq!(ids(&go_on_elsewhere(list(5), &there, 0.0)), ["r0", "r1", "r3", "r4"]);
+    }
+
+    #[test]
+    fn s8_a_round_starts_at_a_random_record_and_goes_round() {
+        assert_eq!(ids(&start_anywhere(list(4), 0.0)), ["r0", "r1", "r2", "r3"]);
+        assert_eq!(ids(&start_anywhere(list(4), 0.5)), ["r2", "r3", "r0", "r1"]);
+        assert_eq!(ids(&start_anywhere(list(4), 0.99)), ["r3", "r0", "r1", "r2"]);
+        assert_eq!(ids(&start_anywhere(list(4), 1.0)), ["r3", "r0", "r1", "r2"]);
+        assert!(start_anywhere(Vec::new(), 0.5).is_empty());
     }
 
     #[test]
