@@ -85,7 +85,11 @@ pub struct Lookup<'a> {
 impl<'a> Lookup<'a> {
     /// The keys of a list, `None` where an item has none.
     pub fn new(keys: impl Iterator<Item = Option<&'a str>>) -> Lookup<'a> {
-        let mut by_key: Vec<(&str, usize)> = keys.enumerate().filter_map(|(at, k)| Some((k?, at))).collect();
+        Lookup::sorted(keys.enumerate().filter_map(|(at, k)| Some((k?, at))).collect())
+    }
+
+    /// Not generic: one sort in the module, whatever iterator [`Lookup::new`] was given.
+    fn sorted(mut by_key: Vec<(&'a str, usize)>) -> Lookup<'a> {
         // Stable: of two items with one key, the later stays later.
         crate::sort::stable_by(&mut by_key, |a, b| a.0.cmp(b.0));
         Lookup { by_key }
