@@ -85,7 +85,13 @@ pub struct Lookup<'a> {
 impl<'a> Lookup<'a> {
     /// The keys of a list, `None` where an item has none.
     pub fn new(keys: impl Iterator<Item = Option<&'a str>>) -> Lookup<'a> {
-        Lookup::sorted(keys.enumerate().filter_map(|(at, k)| Some((k?, at))).collect())
+        let mut by_key = Vec::new();
+        for (at, k) in keys.enumerate() {
+            if let Some(k) = k {
+                by_key.push((k, at));
+            }
+        }
+        Lookup::sorted(by_key)
     }
 
     /// Not generic: one sort in the module, whatever iterator [`Lookup::new`] was given.
