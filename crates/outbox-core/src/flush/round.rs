@@ -43,8 +43,11 @@ impl Flush {
         };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
-        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
-            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
+        let (mut stored, mut raws): (Vec<Stored>, Vec<&Value>) = (Vec::new(), Vec::new());
+        for raw in owned_stored(&owner, rows) {
+            stored.push(Stored::from_value(raw));
+            raws.push(raw);
+        }
         let tab = &self.opts.tab;
         let selection = select(&stored, &tab.tab_id, now, tab.lease_ms, self.opts.online_since);
         // §8 when to flush next: as of this read, the last one of the flush so far.
