@@ -61,7 +61,10 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
+            let mut keys: Vec<&String> = Vec::with_capacity(map.len());
+            for k in map.keys() {
+                keys.push(k);
+            }
             crate::sort::stable_by(&mut keys, |a, b| a.encode_utf16().cmp(b.encode_utf16()));
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {

@@ -126,7 +126,11 @@ impl Flush {
     }
 
     pub(super) fn used_slots(&self) -> usize {
-        self.tasks.values().map(Task::slots).sum()
+        let mut slots = 0;
+        for t in self.tasks.values() {
+            slots += t.slots();
+        }
+        slots
     }
 
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
@@ -202,6 +206,12 @@ impl Flush {
     }
 
     pub(super) fn claims_in_progress(&self) -> u64 {
-        self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
+        let mut want = 0;
+        for t in self.tasks.values() {
+            if let Task::Claim(b) = t {
+                want += b.want as u64;
+            }
+        }
+        want
     }
 }
