@@ -255,11 +255,21 @@ pub fn mergeable(earlier: &Value, later: &Value) -> bool {
 /// the never-attempted or blocked `create`: a delete anywhere cancels it whatever the
 /// bodies; otherwise every body involved must be an object.
 fn folds_into_create(create: &Row, folded: &[&Row], op: &NewOperation) -> bool {
-    let edits = || folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]);
-    if edits().any(|(kind, _)| kind == Kind::Delete) {
+    let edits = edits(folded, op);
+    if edits.iter().any(|(kind, _)| *kind == Kind::Delete) {
         return true; // cancels the create and every edit of it: nothing is merged
     }
-    edits().all(|(kind, body)| kind != Kind::Update || mergeable(&create.body, body))
+    edits.iter().all(|(kind, body)| *kind != Kind::Update || mergeable(&create.body, body))
+}
+
+/// The kind and body of each of the create's waiting edits `folded` (in order), then `op`'s.
+fn edits<'a>(folded: &[&'a Row], op: &'a NewOperation) -> Vec<(Kind, &'a Value)> {
+    let mut edits = Vec::with_capacity(folded.len() + 1);
+    for r in folded {
+        edits.push((r.kind, &r.body));
+    }
+    edits.push((op.kind, &op.body));
+    edits
 }
 
 fn new_row(
@@ -302,7 +312,7 @@ fn new_row(
 /// when a delete among them cancels the create.
 fn folded_body(create: &Row, folded: &[&Row], op: &NewOperation) -> Option<Value> {
     let mut body = create.body.clone();
-    for kind_body in folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]) {
+    for kind_body in edits(folded, op) {
         match kind_body {
             (Kind::Update, b) => body = shallow_merge(&body, b),
             (Kind::Delete, _) => return None,

@@ -86,7 +86,15 @@ pub fn plan_convert(
     // holds it (see [`holds_intent`]).
     let pending = Scope::target(&intent.owner, &intent.target);
     let in_pending = in_scope(&pending, current);
-    let waits_for = |id: &str| in_pending.iter().filter_map(|raw| decode(raw).ok()).find(|r| r.id == id);
+    let waits_for = |id: &str| {
+        for raw in &in_pending {
+            match decode(raw) {
+                Ok(r) if r.id == id => return Some(r),
+                _ => {}
+            }
+        }
+        None
+    };
     if intent.successor_of.as_deref().and_then(waits_for).is_some_and(|p| holds_intent(&p, &intent)) {
         return Err(IntentSkip::Waits);
     }

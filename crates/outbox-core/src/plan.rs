@@ -39,7 +39,12 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
         return false;
     }
     let (a, b) = (by_key(expected), by_key(current));
-    a.iter().zip(b.iter()).all(|(x, y)| x.1 == y.1)
+    for i in 0..a.len() {
+        if a[i].1 != b[i].1 {
+            return false;
+        }
+    }
+    true
 }
 
 /// `rows` sorted stably by key, each key built once (not once per comparison).

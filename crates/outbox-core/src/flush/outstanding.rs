@@ -161,7 +161,9 @@ fn record(owner: &str, target: &str) -> String {
         }
     }
     let mut key = String::with_capacity(digits.len() + 1 + owner.len() + target.len());
-    key.extend(digits.iter().rev().map(|&d| char::from(d)));
+    for &d in digits.iter().rev() {
+        key.push(char::from(d));
+    }
     key.push(':');
     key.push_str(owner);
     key.push_str(target);
