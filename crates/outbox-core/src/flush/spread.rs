@@ -11,10 +11,8 @@ use std::collections::VecDeque;
 /// The round's candidates from a random place (`unit` in `[0, 1)`).
 pub(super) fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Candidate> {
     let records = by_record(picked);
-    let mut offset = 0;
-    if !records.is_empty() {
-        offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
-    }
+    // Below `records.len()` (`unit` < 1), and `flatten` goes round from it anyway.
+    let offset = (unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize;
     flatten(records, offset)
 }
 
