@@ -40,7 +40,13 @@ pub fn owned_stored<'a>(owner: &'a str, rows: &'a [Value]) -> impl Iterator<Item
 /// that `(owner, target)` scope may compare or change, whatever else the caller read.
 #[must_use]
 pub fn in_scope<'a>(scope: &Scope, rows: &'a [Value]) -> Vec<&'a Value> {
-    rows.iter().filter(|raw| scope.contains(raw)).collect()
+    let mut out = Vec::new();
+    for raw in rows {
+        if scope.contains(raw) {
+            out.push(raw);
+        }
+    }
+    out
 }
 
 /// The owner a command names matches the owner a stored value names. `None` on either

@@ -65,11 +65,13 @@ pub use crate::row::claim_is_mine;
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let waiting: Vec<(Row, Value)> = in_scope(&create.scope(), scope_rows)
-        .into_iter()
-        .filter_map(|raw| decode(raw).ok().map(|r| (r, raw.clone())))
-        .filter(|(r, _)| r.is_intent())
-        .collect();
+    let mut waiting: Vec<(Row, Value)> = Vec::new();
+    for raw in in_scope(&create.scope(), scope_rows) {
+        let Ok(r) = decode(raw) else { continue };
+        if r.is_intent() {
+            waiting.push((r, raw.clone()));
+        }
+    }
     // Each intent after the one it waits for. A blocked one is not converted, nor is one it
     // holds (`holds_intent`), nor one after that: they are converted after it (§7).
     let mut left: Vec<Row> = Vec::new();

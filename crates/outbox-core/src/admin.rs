@@ -111,7 +111,11 @@ pub fn plan_discard(
 #[must_use]
 pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePlan, usize)> {
     let mut plan = owner_range_plan(owner, owner_rows);
-    plan.deletes = plan.expected.iter().filter_map(|raw| decode(raw).ok()).map(|row| row.id).collect();
+    for raw in &plan.expected {
+        if let Ok(row) = decode(raw) {
+            plan.deletes.push(row.id);
+        }
+    }
     let n = plan.deletes.len();
     (n > 0).then_some((plan, n))
 }

@@ -62,16 +62,21 @@ const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "au
 /// Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime), always GMT.
 #[must_use]
 pub fn parse_http_date(s: &str) -> Option<Millis> {
-    let tokens: Vec<&str> = s.split([' ', ',', '-']).filter(|t| !t.is_empty()).collect();
     let mut month = None;
     let mut numbers = Vec::new();
     let mut clock = None;
-    for t in &tokens {
+    for t in s.split([' ', ',', '-']) {
+        if t.is_empty() {
+            continue;
+        }
         let lower = t.to_ascii_lowercase();
         if let Some(m) = MONTHS.iter().position(|m| lower == *m) {
             month = Some(m as i64 + 1);
         } else if t.contains(':') {
-            let parts: Vec<i64> = t.split(':').map(str::parse).collect::<Result<_, _>>().ok()?;
+            let mut parts: Vec<i64> = Vec::new();
+            for p in t.split(':') {
+                parts.push(p.parse().ok()?);
+            }
             if parts.len() != 3 || parts[0] > 23 || parts[1] > 59 || parts[2] > 60 {
                 return None;
             }

@@ -115,7 +115,13 @@ pub fn plan_enqueue(
     let scope_rows = scope_rows.as_slice();
     // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
-    let rows = chain_order(scope_rows.iter().filter_map(|r| Stored::from_value(r).row().cloned()).collect(), |r| r);
+    let mut decoded = Vec::new();
+    for r in scope_rows {
+        if let Stored::Row(row) = Stored::from_value(r) {
+            decoded.push(row);
+        }
+    }
+    let rows = chain_order(decoded, |r| r);
     // A claim other tabs do not honour (its lease ends past the longest lease, §5) may
     // still be on the wire: a new row waits for it instead of absorbing it, so the older
     // request never lands after the newer one.
@@ -148,7 +154,10 @@ pub fn plan_enqueue(
             let (create, edits) = (&rows[at], &rows[at + 1..]);
             let open = create.never_attempted() || create.state == RowState::Blocked;
             if open && !flying(create) && !edits.iter().any(flying) {
-                let folded: Vec<&Row> = edits.iter().collect();
+                let mut folded: Vec<&Row> = Vec::with_capacity(edits.len());
+                for e in edits {
+                    folded.push(e);
+                }
                 if folds_into_create(create, &folded, op) {
                     let body = folded_body(create, &folded, op);
                     // Folded, a body larger than a body may be is not: the edits stay rows.
@@ -166,7 +175,12 @@ pub fn plan_enqueue(
     // absorbs a blocked row a later row of its chain overtook (§7): a field that later row
     // carried must not come back from the older one. It stays blocked, waited for by no one.
     let overtaken = |r: &Row| op.kind == Kind::Update && r.overtaken_at.is_some();
-    let absorbable: Vec<&Row> = rows.iter().filter(|r| !flying(r) && r.kind != Kind::Create && !overtaken(r)).collect();
+    let mut absorbable: Vec<&Row> = Vec::new();
+    for r in rows {
+        if !flying(r) && r.kind != Kind::Create && !overtaken(r) {
+            absorbable.push(r);
+        }
+    }
     let barrier = match op.kind {
         Kind::Update => absorbable.iter().rposition(|r| r.kind == Kind::Update && !mergeable(&r.body, &op.body)),
         Kind::Create | Kind::Delete => None,
@@ -208,9 +222,12 @@ pub fn plan_enqueue(
     let body = merged.unwrap_or_else(|| op.body.clone());
     let row = new_row(op, id, &target, body, revision, anchor, now);
     let mut plan = base;
-    plan.deletes = removed.iter().map(|r| r.id.clone()).collect();
+    for r in removed {
+        plan.deletes.push(r.id.clone());
+    }
     plan.puts = vec![encode(&row)];
-    EnqueuePlan { plan, row: Some(row), absorbed: removed.iter().map(|r| r.id.clone()).collect() }
+    let absorbed = plan.deletes.clone();
+    EnqueuePlan { plan, row: Some(row), absorbed }
 }
 
 /// The body of an update `op` that absorbs `removed` (in order): their update bodies
@@ -238,11 +255,21 @@ pub fn mergeable(earlier: &Value, later: &Value) -> bool {
 /// the never-attempted or blocked `create`: a delete anywhere cancels it whatever the
 /// bodies; otherwise every body involved must be an object.
 fn folds_into_create(create: &Row, folded: &[&Row], op: &NewOperation) -> bool {
-    let edits = || folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]);
-    if edits().any(|(kind, _)| kind == Kind::Delete) {
+    let edits = edits(folded, op);
+    if edits.iter().any(|(kind, _)| *kind == Kind::Delete) {
         return true; // cancels the create and every edit of it: nothing is merged
     }
-    edits().all(|(kind, body)| kind != Kind::Update || mergeable(&create.body, body))
+    edits.iter().all(|(kind, body)| *kind != Kind::Update || mergeable(&create.body, body))
+}
+
+/// The kind and body of each of the create's waiting edits `folded` (in order), then `op`'s.
+fn edits<'a>(folded: &[&'a Row], op: &'a NewOperation) -> Vec<(Kind, &'a Value)> {
+    let mut edits = Vec::with_capacity(folded.len() + 1);
+    for r in folded {
+        edits.push((r.kind, &r.body));
+    }
+    edits.push((op.kind, &op.body));
+    edits
 }
 
 fn new_row(
@@ -285,7 +312,7 @@ fn new_row(
 /// when a delete among them cancels the create.
 fn folded_body(create: &Row, folded: &[&Row], op: &NewOperation) -> Option<Value> {
     let mut body = create.body.clone();
-    for kind_body in folded.iter().map(|r| (r.kind, &r.body)).chain([(op.kind, &op.body)]) {
+    for kind_body in edits(folded, op) {
         match kind_body {
             (Kind::Update, b) => body = shallow_merge(&body, b),
             (Kind::Delete, _) => return None,
@@ -305,7 +332,10 @@ fn merge_into_create(
     reissue_id: &str,
     scope_rows: &[Value],
 ) -> EnqueuePlan {
-    let mut absorbed: Vec<String> = folded.iter().map(|r| r.id.clone()).collect();
+    let mut absorbed: Vec<String> = Vec::with_capacity(folded.len() + 1);
+    for r in folded {
+        absorbed.push(r.id.clone());
+    }
     plan.deletes = absorbed.clone();
     let Some(body) = body else {
         plan.deletes.push(create.id.clone());
@@ -317,7 +347,10 @@ fn merge_into_create(
     if create.state == RowState::Blocked {
         merged = reissued(&merged, reissue_id);
         plan.deletes.push(create.id.clone());
-        let skip: Vec<&str> = folded.iter().map(|r| r.id.as_str()).collect();
+        let mut skip: Vec<&str> = Vec::with_capacity(folded.len());
+        for r in folded {
+            skip.push(r.id.as_str());
+        }
         plan.puts = repoint(scope_rows, &create.id, reissue_id, &skip);
     } else {
         refingerprint(&mut merged);

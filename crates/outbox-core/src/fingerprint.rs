@@ -48,7 +48,7 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n, EXACT),
+        Value::Number(n) => write_number::<EXACT>(out, n),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -61,7 +61,10 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
+            let mut keys: Vec<&String> = Vec::with_capacity(map.len());
+            for k in map.keys() {
+                keys.push(k);
+            }
             crate::sort::stable_by(&mut keys, |a, b| a.encode_utf16().cmp(b.encode_utf16()));
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
@@ -85,15 +88,16 @@ pub fn canonical_json(value: &Value) -> String {
     s
 }
 
-fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
-    if let Some(i) = n.as_i64() {
-        // Integers beyond 2^53 are not exact in JS either; JCS formats the double.
-        if exact || i.unsigned_abs() <= (1u64 << 53) {
+/// JCS writes every number as the double it is (integers beyond 2^53 are not exact in JS
+/// either): one path, ECMAScript's form, which for an integer up to 2^53 is its digits. The
+/// exact form writes an integer serde_json read as one with its own digits.
+fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
+    if EXACT {
+        if let Some(i) = n.as_i64() {
             let _ = write!(out, "{i}");
             return;
         }
-    } else if let Some(u) = n.as_u64() {
-        if exact || u <= (1u64 << 53) {
+        if let Some(u) = n.as_u64() {
             let _ = write!(out, "{u}");
             return;
         }
@@ -101,12 +105,12 @@ fn write_number(out: &mut String, n: &serde_json::Number, exact: bool) {
     let f = n.as_f64().unwrap_or(0.0);
     if f == 0.0 {
         // -0 is written as 0 (JCS); the exact form keeps the sign.
-        out.push_str(if exact && f.is_sign_negative() { "-0" } else { "0" });
+        out.push_str(if EXACT && f.is_sign_negative() { "-0" } else { "0" });
     } else {
         let mut buf = ryu_js::Buffer::new();
         out.push_str(buf.format(f));
     }
-    if exact && f.fract() == 0.0 {
+    if EXACT && f.fract() == 0.0 {
         // A whole number read from a fraction or an exponent (`1.0`, `1e2`, `-0`): not an
         // integer to a typed reader, which refuses it where it takes `1` or `100`.
         out.push_str(".0");
@@ -125,7 +129,9 @@ fn write_string(out: &mut String, s: &str) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+                // `\u00XX`, lowercase hex (JCS).
+                out.push_str(if (c as u32) < 0x10 { "\\u000" } else { "\\u001" });
+                out.push(char::from(b"0123456789abcdef"[c as usize & 0xf]));
             }
             c => out.push(c),
         }
@@ -158,6 +164,23 @@ mod tests {
     }
 
     #[test]
+    fn integers_up_to_2_pow_53_are_written_with_their_digits() {
+        let mut ints: Vec<i64> = vec![0, 1, -1, 7, 10, -10, 100, 999, 1_000_000, 123_456_789_012_345];
+        for k in 0..=53 {
+            ints.extend([(1i64 << k) - 1, 1i64 << k, -(1i64 << k), 1 - (1i64 << k)]);
+        }
+        let mut p = 1i64;
+        while p <= 1i64 << 53 {
+            ints.extend([p, -p, p - 1, p + 1]);
+            p *= 10;
+        }
+        for i in ints.into_iter().filter(|i| i.unsigned_abs() <= 1 << 53) {
+            assert_eq!(canonical_json(&json!(i)), i.to_string());
+            assert_eq!(canonical_json(&json!(i.unsigned_abs())), i.unsigned_abs().to_string());
+        }
+    }
+
+    #[test]
     fn integers_beyond_2_pow_53_are_written_as_the_double_jcs_makes_of_them() {
         assert_eq!(canonical_json(&json!(9_007_199_254_740_993_i64)), "9007199254740992");
         assert_eq!(canonical_json(&json!(-9_007_199_254_740_993_i64)), "-9007199254740992");
@@ -180,5 +203,18 @@ mod tests {
     #[test]
     fn only_control_characters_are_escaped() {
         assert_eq!(canonical_json(&json!("a b\u{1f}")), "\"a b\\u001f\"");
+        for c in (0..0x20u8).map(char::from) {
+            let named = match c {
+                '\u{08}' => "\\b",
+                '\u{0c}' => "\\f",
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                _ => "",
+            };
+            let want = if named.is_empty() { format!("\\u{:04x}", c as u32) } else { named.to_owned() };
+            assert_eq!(canonical_json(&json!(c.to_string())), format!("\"{want}\""), "{c:?}");
+        }
+        assert_eq!(canonical_json(&json!("\u{20}\u{7f}\u{80}\"\\")), "\" \u{7f}\u{80}\\\"\\\\\"");
     }
 }

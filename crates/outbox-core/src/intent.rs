@@ -86,7 +86,15 @@ pub fn plan_convert(
     // holds it (see [`holds_intent`]).
     let pending = Scope::target(&intent.owner, &intent.target);
     let in_pending = in_scope(&pending, current);
-    let waits_for = |id: &str| in_pending.iter().filter_map(|raw| decode(raw).ok()).find(|r| r.id == id);
+    let waits_for = |id: &str| {
+        for raw in &in_pending {
+            match decode(raw) {
+                Ok(r) if r.id == id => return Some(r),
+                _ => {}
+            }
+        }
+        None
+    };
     if intent.successor_of.as_deref().and_then(waits_for).is_some_and(|p| holds_intent(&p, &intent)) {
         return Err(IntentSkip::Waits);
     }
@@ -94,8 +102,12 @@ pub fn plan_convert(
     // `pending:` scope: the chain's next link is then a head of its own (converted, or
     // found by the vanished-predecessor path, after this one in the record's scope).
     let mut puts = Vec::new();
-    let others: Vec<Value> =
-        in_pending.iter().filter(|raw| !expected.contains(raw)).map(|raw| (*raw).clone()).collect();
+    let mut others: Vec<Value> = Vec::new();
+    for raw in &in_pending {
+        if !expected.contains(raw) {
+            others.push((*raw).clone());
+        }
+    }
     for raw in &others {
         let Ok(mut next) = decode(raw) else { continue };
         if next.successor_of.as_deref() == Some(intent.id.as_str()) && next.is_intent() {
@@ -111,18 +123,24 @@ pub fn plan_convert(
     // had the receipt). It goes after them, never past them: it waits for the scope's last
     // row in chain order. With nothing there it keeps waiting for its create.
     let target = Scope::target(&intent.owner, &prepared.target);
-    let in_target: Vec<&Value> = in_scope(&target, current).into_iter().filter(|raw| !expected.contains(raw)).collect();
-    let waiting = in_target
-        .iter()
-        .filter_map(|raw| decode(raw).ok())
-        .filter(|r| r.successor_of.as_deref() != Some(intent.id.as_str()))
-        .collect();
+    let mut in_target: Vec<Value> = Vec::new();
+    let mut waiting = Vec::new();
+    for raw in in_scope(&target, current) {
+        if expected.contains(raw) {
+            continue;
+        }
+        in_target.push(raw.clone());
+        let Ok(r) = decode(raw) else { continue };
+        if r.successor_of.as_deref() != Some(intent.id.as_str()) {
+            waiting.push(r);
+        }
+    }
     if let Some(last) = chain_order(waiting, |r| r).last() {
         row.successor_of = Some(last.id.clone());
     }
     scopes.push(target);
     scopes.push(pending);
-    expected.extend(in_target.into_iter().cloned());
+    expected.extend(in_target);
     puts.insert(0, encode(&row));
     Ok(ReplacePlan { scopes, expected, puts, ..Default::default() })
 }

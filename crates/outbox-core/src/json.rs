@@ -150,11 +150,20 @@ fn walk_fields(
 
 /// serde's list of the expected names (never empty here: `unknown_field` says so first).
 fn one_of(names: &[&str]) -> String {
-    match names {
-        [a] => format!("`{a}`"),
-        [a, b] => format!("`{a}` or `{b}`"),
-        _ => format!("one of {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+    // `a`, `a` or `b`, one of `a`, `b`, `c`: written out, not a format! per name and a join.
+    let (mut s, sep) = match names.len() {
+        1 | 2 => (String::new(), " or "),
+        _ => (String::from("one of "), ", "),
+    };
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            s.push_str(sep);
+        }
+        s.push('`');
+        s.push_str(n);
+        s.push('`');
     }
+    s
 }
 
 fn unknown_field(k: &str, names: &[&str]) -> Error {

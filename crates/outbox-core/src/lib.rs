@@ -9,7 +9,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | base | [`time`], [`sort`], `sha256`, [`body_size`] |
+//! | base | [`time`], [`sort`], `sha256`, [`body_size`], [`names`] |
 //! | data: rows, plans and answers as data | [`kind`], [`scope`], [`row`], [`codec`], [`fingerprint`], [`input`], [`plan`], [`outcome`], [`tab`], [`accounts`], [`json`], [`record_write`] |
 //! | rules: one module per section of the contract | [`inflight`], [`select`], [`claim`], [`ack`], [`enqueue`], [`intent`], [`conflict`], [`reissue`], [`retry`], [`classify`], [`release`], [`admin`], [`records`], [`metrics`] |
 //! | machine: the flush, sequencing the rules | [`flush`], [`memstore`] |
@@ -56,6 +56,7 @@ pub mod json;
 pub mod kind;
 pub mod memstore;
 pub mod metrics;
+pub mod names;
 pub mod outcome;
 pub mod plan;
 pub mod record_write;

@@ -39,12 +39,20 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
         return false;
     }
     let (a, b) = (by_key(expected), by_key(current));
-    a.iter().zip(b.iter()).all(|(x, y)| x.1 == y.1)
+    for i in 0..a.len() {
+        if a[i].1 != b[i].1 {
+            return false;
+        }
+    }
+    true
 }
 
 /// `rows` sorted stably by key, each key built once (not once per comparison).
 fn by_key(rows: &[Value]) -> Vec<(String, &Value)> {
-    let mut k: Vec<(String, &Value)> = rows.iter().map(|v| (key_string(v), v)).collect();
+    let mut k: Vec<(String, &Value)> = Vec::with_capacity(rows.len());
+    for v in rows {
+        k.push((key_string(v), v));
+    }
     crate::sort::stable_by(&mut k, |x, y| x.0.cmp(&y.0));
     k
 }
@@ -52,7 +60,13 @@ fn by_key(rows: &[Value]) -> Vec<(String, &Value)> {
 /// The distinct rows of `all` that fall in any of `scopes`.
 #[must_use]
 pub fn rows_in_scopes<'a>(all: impl IntoIterator<Item = &'a Value>, scopes: &[Scope]) -> Vec<Value> {
-    all.into_iter().filter(|raw| scopes.iter().any(|s| s.contains(raw))).cloned().collect()
+    let mut out = Vec::new();
+    for raw in all {
+        if scopes.iter().any(|s| s.contains(raw)) {
+            out.push(raw.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -129,7 +129,11 @@ pub fn parse_writes(v: &Value, at: &str) -> Result<Vec<WriteInput>, WritesError>
     if list.len() > MAX_WRITES {
         return Err(WritesError(format!("`{at}` holds more than {MAX_WRITES} record writes")));
     }
-    list.iter().enumerate().map(|(i, w)| parse_one(w, &format!("{at}[{i}]"))).collect()
+    let mut writes = Vec::with_capacity(list.len());
+    for (i, w) in list.iter().enumerate() {
+        writes.push(parse_one(w, &format!("{at}[{i}]"))?);
+    }
+    Ok(writes)
 }
 
 fn parse_one(v: &Value, at: &str) -> Result<WriteInput, WritesError> {
@@ -141,7 +145,12 @@ fn parse_one(v: &Value, at: &str) -> Result<WriteInput, WritesError> {
         }
         _ => return Err(WritesError(format!("`{at}.store` must be the name of an app store"))),
     };
-    let actions: Vec<&str> = ["put", "delete", "patch", "rekey"].into_iter().filter(|a| obj.contains_key(*a)).collect();
+    let mut actions: Vec<&str> = Vec::new();
+    for a in ["put", "delete", "patch", "rekey"] {
+        if obj.contains_key(a) {
+            actions.push(a);
+        }
+    }
     let [action] = actions.as_slice() else {
         return Err(WritesError(format!("`{at}` must have exactly one of put, delete, patch, rekey")));
     };
@@ -197,17 +206,18 @@ pub fn row_records(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
 }
 
 fn resolve(inputs: &[WriteInput], target: &str) -> Vec<RecordWrite> {
-    inputs
-        .iter()
-        .map(|i| match (&i.write, i.at_target) {
+    let mut writes = Vec::with_capacity(inputs.len());
+    for i in inputs {
+        writes.push(match (&i.write, i.at_target) {
             (RecordWrite::Put { store, value, .. }, true) => RecordWrite::Put {
                 store: store.clone(),
                 value: value.clone(),
                 key: Some(Value::String(target.to_owned())),
             },
             (w, _) => w.clone(),
-        })
-        .collect()
+        });
+    }
+    writes
 }
 
 /// The reconciliation an answer calls for, if the ACK of `row` commits: a success, a

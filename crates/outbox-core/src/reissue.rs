@@ -31,13 +31,13 @@ pub fn reissued(row: &Row, new_id: &str) -> Row {
 /// `skip` lists ids the caller deletes or rewrites itself.
 #[must_use]
 pub fn repoint(scope_rows: &[Value], old_id: &str, new_id: &str, skip: &[&str]) -> Vec<Value> {
-    scope_rows
-        .iter()
-        .filter_map(|raw| decode(raw).ok())
-        .filter(|r| r.successor_of.as_deref() == Some(old_id) && !skip.contains(&r.id.as_str()))
-        .map(|mut r| {
+    let mut puts = Vec::new();
+    for raw in scope_rows {
+        let Ok(mut r) = decode(raw) else { continue };
+        if r.successor_of.as_deref() == Some(old_id) && !skip.contains(&r.id.as_str()) {
             r.successor_of = Some(new_id.to_owned());
-            encode(&r)
-        })
-        .collect()
+            puts.push(encode(&r));
+        }
+    }
+    puts
 }

@@ -44,7 +44,11 @@ impl Unsent {
 /// The scopes a release of `rows` reads.
 #[must_use]
 pub fn release_scopes(rows: &[Unsent]) -> Vec<Scope> {
-    rows.iter().map(|u| Scope::Id(u.id.clone())).collect()
+    let mut scopes = Vec::with_capacity(rows.len());
+    for u in rows {
+        scopes.push(Scope::Id(u.id.clone()));
+    }
+    scopes
 }
 
 /// Plans the release of `rows`; `current` are the rows of [`release_scopes`] as read inside

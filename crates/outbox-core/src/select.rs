@@ -3,6 +3,7 @@
 use crate::accounts::owns;
 use crate::codec::Stored;
 use crate::inflight::{in_flight, in_flight_until};
+use crate::names::Lookup;
 use crate::retry::waits_until;
 use crate::row::{send_order, Row, RowState};
 use crate::time::Millis;
@@ -133,22 +134,22 @@ pub fn predecessor_holds(owner: &str, pred: &Stored) -> Option<bool> {
     }
 }
 
-/// Every stored value by its id, for [`predecessor_holds`]: a list sorted by id and
-/// searched by halves (`O(log n)` a look-up), not a hash map. The planner uses one kind of
-/// collection where it can: each hash map type was its own copy of the hash table's code
-/// in the wasm module (issue 35).
+/// Every stored value by its id, for [`predecessor_holds`]: a [`Lookup`] (a list sorted by
+/// id and searched by halves, `O(log n)` a look-up), not a hash map. The planner uses one
+/// kind of collection where it can: each hash map type was its own copy of the hash table's
+/// code in the wasm module (issue 35).
 #[derive(Clone, Debug)]
 pub struct StoredIndex<'a> {
-    by_id: Vec<(&'a str, &'a Stored)>,
+    stored: &'a [Stored],
+    by_id: Lookup<'a>,
 }
 
 impl<'a> StoredIndex<'a> {
     /// The stored value with this id; the last one listed when two share it (as a map
     /// built from the list in order keeps).
     #[must_use]
-    pub fn get(&self, id: &str) -> Option<&&'a Stored> {
-        let after = self.by_id.partition_point(|(k, _)| *k <= id);
-        self.by_id[..after].last().filter(|(k, _)| *k == id).map(|(_, s)| s)
+    pub fn get(&self, id: &str) -> Option<&'a Stored> {
+        self.by_id.get(id).map(|at| &self.stored[at])
     }
 
     /// True when some stored value has this id.
@@ -161,16 +162,11 @@ impl<'a> StoredIndex<'a> {
 /// Indexes every stored value by its id, for [`predecessor_holds`].
 #[must_use]
 pub fn stored_index(stored: &[Stored]) -> StoredIndex<'_> {
-    let mut by_id: Vec<(&str, &Stored)> = stored
-        .iter()
-        .filter_map(|s| match s {
-            Stored::Row(r) => Some((r.id.as_str(), s)),
-            Stored::Undecodable(u) => u.id.as_deref().map(|id| (id, s)),
-        })
-        .collect();
-    // Stable: of two values with one id, the later stays later.
-    crate::sort::stable_by(&mut by_id, |a, b| a.0.cmp(b.0));
-    StoredIndex { by_id }
+    let by_id = Lookup::new(stored.iter().map(|s| match s {
+        Stored::Row(r) => Some(r.id.as_str()),
+        Stored::Undecodable(u) => u.id.as_deref(),
+    }));
+    StoredIndex { stored, by_id }
 }
 
 /// Sorts rows by `(savedAt, id)` ([`crate::row::send_order`]).

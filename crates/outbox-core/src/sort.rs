@@ -1,13 +1,13 @@
 //! One stable sort for the planner and the binding. Every caller sorts through the same
-//! non-generic sort of indices, so the standard library's sort is built into the wasm
-//! module once, not once per element type and comparator (about 2.5 KB each, issue 12).
+//! non-generic merge sort of indices, so one sort is built into the wasm module, not one per
+//! element type and comparator (about 2.5 KB each, issue 12).
 
 use std::cmp::Ordering;
 
 /// Sorts `items` stably by `cmp`.
 pub fn stable_by<T>(items: &mut [T], cmp: impl Fn(&T, &T) -> Ordering) {
     let order = indices(items.len(), &|a, b| cmp(&items[a], &items[b]));
-    permute(items, &order);
+    permute(&order, &mut |a, b| items.swap(a, b));
 }
 
 /// Sorts `items` stably by the key `key` gives.
@@ -15,18 +15,45 @@ pub fn stable_by_key<T, K: Ord>(items: &mut [T], key: impl Fn(&T) -> K) {
     stable_by(items, |a, b| key(a).cmp(&key(b)));
 }
 
-/// `0..n` sorted stably by `cmp` of the items at those indices.
+/// `0..n` sorted stably by `cmp` of the items at those indices: a bottom-up merge sort of
+/// the indices (runs of `width` merged in pairs, `width` doubling), O(n log n) comparisons.
+/// Written out rather than the standard library's `sort_by`, whose driftsort is several
+/// KB of wasm for this one instance (issue 12).
 #[inline(never)]
 fn indices(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| cmp(a, b));
+    let mut merged = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = n.min(start + width);
+            let end = n.min(mid + width);
+            let (mut left, mut right) = (start, mid);
+            for slot in &mut merged[start..end] {
+                // The right run's item goes first only when it is strictly less: ties keep
+                // their order (stable).
+                if right < end && (left == mid || cmp(order[right], order[left]) == Ordering::Less) {
+                    *slot = order[right];
+                    right += 1;
+                } else {
+                    *slot = order[left];
+                    left += 1;
+                }
+            }
+            start = end;
+        }
+        std::mem::swap(&mut order, &mut merged);
+        width *= 2;
+    }
     order
 }
 
-/// Puts `items[order[k]]` at `k`, following each cycle of `order` once (linear time).
-fn permute<T>(items: &mut [T], order: &[usize]) {
-    let mut placed = vec![false; items.len()];
-    for start in 0..items.len() {
+/// Puts the item at `order[k]` at `k` by calls of `swap`, following each cycle of `order`
+/// once (linear time). Not generic: one copy in the module, whatever is sorted.
+fn permute(order: &[usize], swap: &mut dyn FnMut(usize, usize)) {
+    let mut placed = vec![false; order.len()];
+    for start in 0..order.len() {
         let mut at = start;
         while !placed[at] {
             placed[at] = true;
@@ -34,7 +61,7 @@ fn permute<T>(items: &mut [T], order: &[usize]) {
             if from == start {
                 break;
             }
-            items.swap(at, from);
+            swap(at, from);
             at = from;
         }
     }

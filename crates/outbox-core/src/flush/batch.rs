@@ -51,12 +51,16 @@ impl ClaimBatch {
     /// The rows and predecessors to re-read.
     pub(super) fn scopes(&self) -> Vec<Scope> {
         let mut scopes: Vec<Scope> = Vec::new();
+        let mut add = |id: &String| {
+            let s = Scope::Id(id.clone());
+            if !scopes.contains(&s) {
+                scopes.push(s);
+            }
+        };
         for c in &self.items {
-            for id in std::iter::once(&c.id).chain(c.successor_of.as_ref()) {
-                let s = Scope::Id(id.clone());
-                if !scopes.contains(&s) {
-                    scopes.push(s);
-                }
+            add(&c.id);
+            if let Some(p) = &c.successor_of {
+                add(p);
             }
         }
         scopes

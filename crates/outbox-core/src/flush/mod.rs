@@ -47,6 +47,7 @@ pub use report::{FlushReport, ReceiptReport};
 pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
 
 use crate::input::Prepared;
+use crate::names::Numbered;
 use crate::outcome::Outcome;
 use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::Unsent;
@@ -56,7 +57,7 @@ use batch::Candidate;
 use intent_action::IntentAction;
 use phase::{Ending, Memory, Phase};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use task::{OrphanStep, Task, Wait};
 use tasks::Tasks;
 
@@ -72,7 +73,7 @@ pub struct Flush {
     /// The round's sendable rows not claimed yet, in claim order.
     candidates: VecDeque<Candidate>,
     /// Targets this flush holds in the tab's [`Outstanding`], with the task holding each.
-    held: HashMap<String, Token>,
+    held: Numbered,
     /// The token of a [`Request::ReadIds`] asked for after meeting another tab's claims:
     /// no claims until it is back.
     refreshing: Option<Token>,
@@ -135,7 +136,7 @@ impl Flush {
             tasks: Tasks::default(),
             next_token: 1,
             candidates: VecDeque::new(),
-            held: HashMap::new(),
+            held: Numbered::default(),
             refreshing: None,
             memory: Memory::default(),
             sends: 0,
@@ -316,11 +317,16 @@ impl Flush {
     /// expired session: each is released (claim expired, fence kept), as a claim that
     /// commits after the auth answer is.
     fn release_unsent(&mut self, out: &mut Outstanding) {
-        let (unsent, rest): (Vec<Request>, Vec<Request>) =
-            self.requests.drain(..).partition(|r| matches!(r, Request::Send { .. }));
-        self.requests.extend(rest);
-        for req in unsent {
-            let Request::Send { token, .. } = req else { continue };
+        // Taken out one by one (no `drain`: one more copy of its code in the module).
+        let mut requests = std::mem::take(&mut self.requests);
+        let mut unsent = Vec::new();
+        while let Some(req) = requests.pop_front() {
+            match req {
+                Request::Send { token, .. } => unsent.push(token),
+                other => self.requests.push_back(other),
+            }
+        }
+        for token in unsent {
             self.in_flight = self.in_flight.saturating_sub(1);
             self.sends = self.sends.saturating_sub(1);
             self.release_claimed(token, out);
@@ -411,10 +417,10 @@ impl Flush {
         let owner = &self.opts.owner;
         let id = self.id;
         self.held.retain(|target, t| {
-            if *t == token {
+            if t == token {
                 out.release(id, owner, target);
             }
-            *t != token
+            t != token
         });
     }
 

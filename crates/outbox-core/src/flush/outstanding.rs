@@ -16,11 +16,11 @@
 //! only as long as the tab's memory.
 
 use crate::claim::{plan_claim, ClaimPlan, ClaimSkip};
+use crate::names::Numbered;
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 /// Identifies one flush among the flushes of a tab.
 pub type FlushId = u64;
@@ -30,7 +30,8 @@ pub type FlushId = u64;
 #[derive(Clone, Debug, Default)]
 pub struct Outstanding {
     next: FlushId,
-    held: HashMap<(String, String), FlushId>,
+    /// The records held ([`record`] keys), each with the flush holding it.
+    held: Numbered,
     /// The app's own claims (`claim`), each holding its record like a flush until the
     /// app's `ack` of that ticket: (the hold, owner, row id, the claim's fence). A few at
     /// most: a list, not another map type in the wasm module.
@@ -64,9 +65,9 @@ impl Outstanding {
 
     /// Reserves `(owner, target)` for `flush`.
     pub(super) fn reserve(&mut self, flush: FlushId, owner: &str, target: &str) -> Result<(), Taken> {
-        let key = (owner.to_owned(), target.to_owned());
+        let key = record(owner, target);
         match self.held.get(&key) {
-            Some(f) if *f == flush => Err(Taken::ByThisFlush),
+            Some(f) if f == flush => Err(Taken::ByThisFlush),
             Some(_) => Err(Taken::ByOtherFlush),
             None => {
                 self.held.insert(key, flush);
@@ -77,8 +78,8 @@ impl Outstanding {
 
     /// Frees `(owner, target)` if `flush` holds it.
     pub(super) fn release(&mut self, flush: FlushId, owner: &str, target: &str) {
-        let key = (owner.to_owned(), target.to_owned());
-        if self.held.get(&key) == Some(&flush) {
+        let key = record(owner, target);
+        if self.held.get(&key) == Some(flush) {
             self.held.remove(&key);
         }
     }
@@ -87,7 +88,7 @@ impl Outstanding {
     /// flush, whether it ended or failed (a storage error, a killed driver): its sends are
     /// abandoned and their rows are taken over after the lease, by any tab.
     pub fn end(&mut self, flush: FlushId) {
-        self.held.retain(|_, f| *f != flush);
+        self.held.retain(|_, f| f != flush);
         self.app.retain(|(hold, ..)| *hold != flush);
     }
 
@@ -130,7 +131,7 @@ impl Outstanding {
     /// Whether `(owner, target)` is reserved by some flush of this tab.
     #[must_use]
     pub fn holds(&self, owner: &str, target: &str) -> bool {
-        self.held.contains_key(&(owner.to_owned(), target.to_owned()))
+        self.held.get(&record(owner, target)).is_some()
     }
 
     /// Number of records reserved.
@@ -144,6 +145,29 @@ impl Outstanding {
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
     }
+}
+
+/// The key of record `(owner, target)` in [`Outstanding`]'s map: the owner's length in
+/// decimal digits, `:`, the owner, the target. One string per pair and one pair per string
+/// (the digits end at the `:`, the length says where the owner ends).
+fn record(owner: &str, target: &str) -> String {
+    let mut digits = Vec::new();
+    let mut len = owner.len();
+    loop {
+        digits.push(b'0' + (len % 10) as u8);
+        len /= 10;
+        if len == 0 {
+            break;
+        }
+    }
+    let mut key = String::with_capacity(digits.len() + 1 + owner.len() + target.len());
+    for &d in digits.iter().rev() {
+        key.push(char::from(d));
+    }
+    key.push(':');
+    key.push_str(owner);
+    key.push_str(target);
+    key
 }
 
 /// [`plan_claim`] for the app's own `claim(owner, rowId)`: also refused for a record a
@@ -236,6 +260,19 @@ mod tests {
         });
         assert!(after > first, "flush ids go on: {after} after {first}");
         shared.with(|o| o.reserve(after, "alice", "w:1")).unwrap();
+    }
+
+    #[test]
+    fn one_key_per_record_and_one_record_per_key() {
+        assert_eq!(record("alice", "w:1"), "5:alicew:1");
+        assert_eq!(record("", ""), "0:");
+        assert_eq!(record(&"o".repeat(1203), "t"), format!("1203:{}t", "o".repeat(1203)));
+        // Where the owner ends is in the key: these two pairs read the same run together.
+        let mut out = Outstanding::new();
+        let a = out.begin();
+        assert_eq!(out.reserve(a, "ab", "c"), Ok(()));
+        assert!(!out.holds("a", "bc") && !out.holds("abc", "") && out.holds("ab", "c"));
+        assert_eq!(out.reserve(a, "a", "bc"), Ok(()));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (the diagram is in [`super`]'s docs).
 
 use super::request::Token;
-use std::collections::HashSet;
+use crate::names::Names;
 
 /// Where a flush is (see the diagram in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,14 +51,14 @@ pub(super) struct Memory {
     /// Rows this flush claimed (one attempt per row per flush; a row whose claim did not
     /// commit may be tried again after the next read), and the successors of conflict
     /// successors that conflicted again, left for the next flush (§9).
-    pub(super) attempted: HashSet<String>,
+    pub(super) attempted: Names,
     /// Orphan intents whose receipt this flush looked up (once per flush, but see
     /// `orphans_waiting`).
-    pub(super) orphans_tried: HashSet<String>,
+    pub(super) orphans_tried: Names,
     /// Orphan intents whose conversion was not written (the intent it waits for was still
     /// one: its lookup answered later). Tried again once an orphan conversion commits.
     pub(super) orphans_waiting: Vec<String>,
     /// Conflict successors this flush wrote: one that conflicts again waits for the next
     /// flush, so two writers racing on one record cannot loop.
-    pub(super) conflict_born: HashSet<String>,
+    pub(super) conflict_born: Names,
 }

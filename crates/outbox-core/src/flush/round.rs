@@ -11,11 +11,10 @@ use super::Flush;
 use crate::accounts::owned_stored;
 use crate::codec::Stored;
 use crate::intent::{awaited_create, is_orphan_intent};
-use crate::row::Row;
+use crate::names::Lookup;
 use crate::select::{select, stored_index};
 use crate::time::Millis;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 impl Flush {
     pub(super) fn start_round(&mut self) {
@@ -44,8 +43,11 @@ impl Flush {
         };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
-        let (stored, raws): (Vec<Stored>, Vec<&Value>) =
-            owned_stored(&owner, rows).map(|raw| (Stored::from_value(raw), raw)).unzip();
+        let (mut stored, mut raws): (Vec<Stored>, Vec<&Value>) = (Vec::new(), Vec::new());
+        for raw in owned_stored(&owner, rows) {
+            stored.push(Stored::from_value(raw));
+            raws.push(raw);
+        }
         let tab = &self.opts.tab;
         let selection = select(&stored, &tab.tab_id, now, tab.lease_ms, self.opts.online_since);
         // §8 when to flush next: as of this read, the last one of the flush so far.
@@ -56,35 +58,35 @@ impl Flush {
             return;
         }
         self.phase = Phase::Draining { progress };
-        let by_id: HashMap<&str, &Value> =
-            stored.iter().zip(&raws).filter_map(|(s, raw)| s.row().map(|r| (r.id.as_str(), *raw))).collect();
+        // The decoded rows by id, as places in `stored` and `raws` (of two with one id, the
+        // later one).
+        let by_id = Lookup::new(stored.iter().map(|s| s.row().map(|r| r.id.as_str())));
         let exists = stored_index(&stored);
-        let picked: Vec<Candidate> = selection
-            .sendable
-            .into_iter()
-            .filter(|r| !self.memory.attempted.contains(&r.id))
-            .filter_map(|r| {
-                let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|v| (*v).clone());
-                Candidate::new(by_id[r.id.as_str()].clone(), pred)
-            })
-            .collect();
+        let mut picked: Vec<Candidate> = Vec::new();
+        for r in selection.sendable {
+            // Every sendable row is a decoded row of `stored`: it has its place.
+            let Some(at) = by_id.get(&r.id) else { continue };
+            if self.memory.attempted.contains(&r.id) {
+                continue;
+            }
+            let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|p| raws[p].clone());
+            picked.extend(Candidate::new(raws[at].clone(), pred));
+        }
         self.candidates = start_anywhere(picked, draws.unit());
-        let rows_by_id: HashMap<&str, &Row> =
-            stored.iter().filter_map(Stored::row).map(|r| (r.id.as_str(), r)).collect();
-        let orphans: Vec<(Value, String)> = stored
-            .iter()
-            .filter_map(Stored::row)
-            .filter_map(|r| {
-                // §7 vanished predecessor: what an intent waits for is its create's receipt,
-                // also when it is chained behind earlier intents (a `noMerge` one, or one it
-                // could not absorb), so the test is on the create that chain leads to, and
-                // that create's receipt is the one looked up.
-                let create = awaited_create(r, |id| rows_by_id.get(id).copied());
-                let orphan = is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
-                    && !self.memory.orphans_tried.contains(&r.id);
-                orphan.then(|| (by_id[r.id.as_str()].clone(), create.unwrap_or_default().to_owned()))
-            })
-            .collect();
+        let mut orphans: Vec<(Value, String)> = Vec::new();
+        for r in stored.iter().filter_map(Stored::row) {
+            // §7 vanished predecessor: what an intent waits for is its create's receipt,
+            // also when it is chained behind earlier intents (a `noMerge` one, or one it
+            // could not absorb), so the test is on the create that chain leads to, and
+            // that create's receipt is the one looked up.
+            let create = awaited_create(r, |id| by_id.get(id).and_then(|p| stored[p].row()));
+            let Some(at) = by_id.get(&r.id) else { continue };
+            if is_orphan_intent(r, create.is_some_and(|c| exists.contains_key(c)))
+                && !self.memory.orphans_tried.contains(&r.id)
+            {
+                orphans.push((raws[at].clone(), create.unwrap_or_default().to_owned()));
+            }
+        }
         for (raw, create) in orphans {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
             self.memory.orphans_tried.insert(id);
@@ -105,8 +107,11 @@ impl Flush {
             return;
         }
         self.refreshing = None;
-        let there: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        let list: Vec<Candidate> = self.candidates.drain(..).collect();
+        let there = Lookup::new(ids.iter().map(|id| Some(id.as_str())));
+        let mut list = Vec::with_capacity(self.candidates.len());
+        while let Some(c) = self.candidates.pop_front() {
+            list.push(c);
+        }
         let left = go_on_elsewhere(list, &there, draws.unit());
         if left.is_empty() {
             // Nothing of the list is left: read the queue again, as at a stale claim at
@@ -121,7 +126,11 @@ impl Flush {
     }
 
     pub(super) fn used_slots(&self) -> usize {
-        self.tasks.values().map(Task::slots).sum()
+        let mut slots = 0;
+        for t in self.tasks.values() {
+            slots += t.slots();
+        }
+        slots
     }
 
     /// Starts a claim batch while there is room, then decides whether the drain goes on.
@@ -197,6 +206,12 @@ impl Flush {
     }
 
     pub(super) fn claims_in_progress(&self) -> u64 {
-        self.tasks.values().map(|t| if let Task::Claim(b) = t { b.want as u64 } else { 0 }).sum()
+        let mut want = 0;
+        for t in self.tasks.values() {
+            if let Task::Claim(b) = t {
+                want += b.want as u64;
+            }
+        }
+        want
     }
 }

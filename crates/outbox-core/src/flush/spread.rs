@@ -5,16 +5,15 @@
 //! never sent out of order.
 
 use super::batch::Candidate;
-use std::collections::{HashMap, HashSet, VecDeque};
+use crate::names::{Lookup, Numbered};
+use std::collections::VecDeque;
 
 /// The round's candidates from a random place (`unit` in `[0, 1)`).
 pub(super) fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Candidate> {
-    let mut records = by_record(picked);
-    if !records.is_empty() {
-        let offset = ((unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize) % records.len();
-        records.rotate_left(offset);
-    }
-    records.into_iter().flatten().collect()
+    let records = by_record(picked);
+    // Below `records.len()` (`unit` < 1), and `flatten` goes round from it anyway.
+    let offset = (unit.clamp(0.0, 0.999_999) * records.len() as f64) as usize;
+    flatten(records, offset)
 }
 
 /// After meeting another tab's claims: the candidates still `there`, from a place in the
@@ -23,11 +22,11 @@ pub(super) fn start_anywhere(picked: Vec<Candidate>, unit: f64) -> VecDeque<Cand
 /// middle is the place farthest from all of them, and splitting it leaves that tab and this
 /// one the same share. `unit` places the start within the stretch's middle half, so two
 /// tabs choosing at once rarely pick the same row.
-pub(super) fn go_on_elsewhere(list: Vec<Candidate>, there: &HashSet<&str>, unit: f64) -> VecDeque<Candidate> {
+pub(super) fn go_on_elsewhere(list: Vec<Candidate>, there: &Lookup, unit: f64) -> VecDeque<Candidate> {
     // The longest run of consecutive candidates still there, in walking order.
     let (mut best, mut run_start, mut run): ((usize, usize), usize, usize) = ((0, 0), 0, 0);
     for (i, c) in list.iter().enumerate() {
-        if there.contains(c.id.as_str()) {
+        if there.contains(&c.id) {
             if run == 0 {
                 run_start = i;
             }
@@ -42,22 +41,37 @@ pub(super) fn go_on_elsewhere(list: Vec<Candidate>, there: &HashSet<&str>, unit:
     let (start, len) = best;
     let into = (len as f64 * (0.25 + 0.5 * unit.clamp(0.0, 0.999_999))) as usize;
     let first = list.get(start + into.min(len.saturating_sub(1))).map(|c| c.target.clone());
-    let mut records = by_record(list.into_iter().filter(|c| there.contains(c.id.as_str())).collect());
-    if let Some(at) = first.and_then(|t| records.iter().position(|r| r[0].target == t)) {
-        records.rotate_left(at);
+    let mut left = Vec::new();
+    for c in list {
+        if there.contains(&c.id) {
+            left.push(c);
+        }
     }
-    records.into_iter().flatten().collect()
+    let records = by_record(left);
+    let at = first.and_then(|t| records.iter().position(|r| r[0].target == t));
+    flatten(records, at.unwrap_or(0))
+}
+
+/// The records' candidates one after another, from record `from` on, then those before it
+/// (as `rotate_left(from)` would put them, without its code in the module).
+fn flatten(mut records: Vec<Vec<Candidate>>, from: usize) -> VecDeque<Candidate> {
+    let n = records.len();
+    let mut out = Vec::new();
+    for k in 0..n {
+        out.append(&mut records[(from + k) % n]);
+    }
+    out.into()
 }
 
 /// The candidates grouped by record, in the order each record first appears.
 fn by_record(picked: Vec<Candidate>) -> Vec<Vec<Candidate>> {
     let mut records: Vec<Vec<Candidate>> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index = Numbered::default();
     for c in picked {
         match index.get(&c.target) {
-            Some(&i) => records[i].push(c),
+            Some(i) => records[i as usize].push(c),
             None => {
-                index.insert(c.target.clone(), records.len());
+                index.insert(c.target.clone(), records.len() as u64);
                 records.push(vec![c]);
             }
         }
@@ -87,15 +101,24 @@ mod tests {
     #[test]
     fn s8_after_meeting_another_tab_it_goes_on_in_the_middle_of_the_longest_stretch_left() {
         // r0..r2 and r5 are gone (other tabs sent them); r3, r4 and r6..r9 are left.
-        let there: HashSet<&str> = ["r3", "r4", "r6", "r7", "r8", "r9"].into_iter().collect();
+        let there = Lookup::new(["r3", "r4", "r6", "r7", "r8", "r9"].into_iter().map(Some));
         // The middle half of r6..r9 is r7..r8: the draw places the start in it.
         assert_eq!(ids(&go_on_elsewhere(list(10), &there, 0.0)), ["r7", "r8", "r9", "r3", "r4", "r6"]);
         assert_eq!(ids(&go_on_elsewhere(list(10), &there, 0.5)), ["r8", "r9", "r3", "r4", "r6", "r7"]);
         assert_eq!(ids(&go_on_elsewhere(list(10), &there, 1.0)), ["r8", "r9", "r3", "r4", "r6", "r7"]);
-        assert!(go_on_elsewhere(list(10), &HashSet::new(), 0.5).is_empty(), "nothing left");
+        assert!(go_on_elsewhere(list(10), &Lookup::default(), 0.5).is_empty(), "nothing left");
         // Of two stretches as long, the first in walking order (the nearer one).
-        let there: HashSet<&str> = ["r0", "r1", "r3", "r4"].into_iter().collect();
+        let there = Lookup::new(["r0", "r1", "r3", "r4"].into_iter().map(Some));
         assert_eq!(ids(&go_on_elsewhere(list(5), &there, 0.0)), ["r0", "r1", "r3", "r4"]);
+    }
+
+    #[test]
+    fn s8_a_round_starts_at_a_random_record_and_goes_round() {
+        assert_eq!(ids(&start_anywhere(list(4), 0.0)), ["r0", "r1", "r2", "r3"]);
+        assert_eq!(ids(&start_anywhere(list(4), 0.5)), ["r2", "r3", "r0", "r1"]);
+        assert_eq!(ids(&start_anywhere(list(4), 0.99)), ["r3", "r0", "r1", "r2"]);
+        assert_eq!(ids(&start_anywhere(list(4), 1.0)), ["r3", "r0", "r1", "r2"]);
+        assert!(start_anywhere(Vec::new(), 0.5).is_empty());
     }
 
     #[test]
@@ -107,7 +130,7 @@ mod tests {
             None,
         )
         .unwrap();
-        let there: HashSet<&str> = ["r0", "r1", "r2", "r3"].into_iter().collect();
+        let there = Lookup::new(["r0", "r1", "r2", "r3"].into_iter().map(Some));
         assert_eq!(ids(&go_on_elsewhere(l, &there, 0.5)), ["r1", "r2", "r3", "r0"]);
     }
 }

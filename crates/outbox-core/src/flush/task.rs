@@ -99,7 +99,13 @@ impl Task {
     pub(super) fn targets(&self) -> Vec<String> {
         match self {
             Task::Sending { row, .. } => vec![row.target.clone()],
-            Task::Release(rows) => rows.iter().map(|u| u.target.clone()).collect(),
+            Task::Release(rows) => {
+                let mut targets = Vec::with_capacity(rows.len());
+                for u in rows {
+                    targets.push(u.target.clone());
+                }
+                targets
+            }
             _ => vec![],
         }
     }
@@ -188,20 +194,25 @@ impl Task {
                     }
                     None => vec![],
                 };
-                let unclaimed: Vec<String> = batch
-                    .items
-                    .iter()
-                    .filter(|c| !claimed.iter().any(|(row, _, _)| row.id == c.id))
-                    .map(|c| c.id.clone())
-                    .collect();
+                let mut unclaimed: Vec<String> = Vec::new();
+                for c in &batch.items {
+                    if !claimed.iter().any(|(row, _, _)| row.id == c.id) {
+                        unclaimed.push(c.id.clone());
+                    }
+                }
                 if !may_send && !claimed.is_empty() {
-                    let unsent =
-                        claimed.iter().map(|(row, ticket, before)| Unsent::of(row, ticket.clone(), before.clone()));
-                    return Wait::Spawn(vec![Task::Release(unsent.collect())], unclaimed);
+                    let mut unsent = Vec::with_capacity(claimed.len());
+                    for (row, ticket, before) in &claimed {
+                        unsent.push(Unsent::of(row, ticket.clone(), before.clone()));
+                    }
+                    return Wait::Spawn(vec![Task::Release(unsent)], unclaimed);
                 }
                 report.claimed += claimed.len() as u64;
-                let sends = claimed.into_iter().map(|(row, ticket, before)| Task::Sending { row, ticket, before });
-                Wait::Spawn(sends.collect(), unclaimed)
+                let mut sends = Vec::with_capacity(claimed.len());
+                for (row, ticket, before) in claimed {
+                    sends.push(Task::Sending { row, ticket, before });
+                }
+                Wait::Spawn(sends, unclaimed)
             }
             Task::Release(rows) => {
                 if committed {
