@@ -97,7 +97,11 @@ import { gzipSync } from "node:zlib";
 // lowered to 161,450 (to 161,368).
 // Lowered to 156,400 (to 156,317, 2026-12-06): the conflict note built as a Map, not with
 // json! (−0.6 KB), and std built for size with the package (scripts/build.sh, −4.4 KB).
-const BUDGET_GZIP_BYTES = 156_400;
+// Lowered to 143,700 (to 143,643): the planner without std's hash tables, sort and
+// VecDeque::drain, and about 25 collecting chains as loops (−13.3 KB measured alone); the
+// binding's undecodable entry without json!, ids and random bytes by hand, one with_records
+// future (−2.6 KB).
+const BUDGET_GZIP_BYTES = 143_700;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
