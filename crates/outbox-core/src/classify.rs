@@ -49,44 +49,69 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
 #[must_use]
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<i64> {
     let v = value.trim();
-    let ms = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-        v.parse::<i64>().unwrap_or(i64::MAX).saturating_mul(1000)
-    } else {
-        parse_http_date(v)?.since(now).max(0)
+    let ms = match digits(v.as_bytes()) {
+        Some(seconds) => seconds.saturating_mul(1000),
+        None => parse_http_date(v)?.since(now).max(0),
     };
     Some(ms.min(MAX_RETRY_AFTER_MS))
 }
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+/// A run of ASCII digits as a number, `i64::MAX` past it (a byte loop: smaller in the wasm
+/// module than `str::parse`); `None` when empty or when a byte is not a digit.
+fn digits(t: &[u8]) -> Option<i64> {
+    if t.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &b in t {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    Some(n)
+}
+
+const MONTHS: &[u8; 36] = b"janfebmaraprmayjunjulaugsepoctnovdec";
 
 /// Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime), always GMT.
+///
+/// Tokens split at spaces, commas and dashes: a month name (any case), one clock `h:m:s`
+/// (each field digits with an optional `+`), and exactly two runs of digits, day then year
+/// (two or four digits); any other token is ignored, the last month or clock wins. A
+/// byte scanner without allocation (the module's size). A number too large for `i64` counts
+/// as `i64::MAX`: as a field, day or year it is out of range either way.
 #[must_use]
 pub fn parse_http_date(s: &str) -> Option<Millis> {
     let mut month = None;
-    let mut numbers = Vec::new();
+    let mut numbers = [(0, 0); 2];
+    let mut count = 0;
     let mut clock = None;
-    for t in s.split([' ', ',', '-']) {
+    for t in s.as_bytes().split(|b| matches!(b, b' ' | b',' | b'-')) {
         if t.is_empty() {
             continue;
         }
-        let lower = t.to_ascii_lowercase();
-        if let Some(m) = MONTHS.iter().position(|m| lower == *m) {
+        if let Some(m) = MONTHS.chunks(3).position(|m| t.eq_ignore_ascii_case(m)) {
             month = Some(m as i64 + 1);
-        } else if t.contains(':') {
-            let mut parts: Vec<i64> = Vec::new();
-            for p in t.split(':') {
-                parts.push(p.parse().ok()?);
+        } else if t.contains(&b':') {
+            let mut parts = [0; 3];
+            let mut n = 0;
+            for p in t.split(|b| *b == b':') {
+                let value = digits(p.strip_prefix(b"+").unwrap_or(p))?;
+                *parts.get_mut(n)? = value;
+                n += 1;
             }
-            if parts.len() != 3 || parts[0] > 23 || parts[1] > 59 || parts[2] > 60 {
+            if n != 3 || parts[0] > 23 || parts[1] > 59 || parts[2] > 60 {
                 return None;
             }
             clock = Some(parts[0] * 3600 + parts[1] * 60 + parts[2]);
-        } else if t.bytes().all(|b| b.is_ascii_digit()) {
-            numbers.push((t.len(), t.parse::<i64>().ok()?));
+        } else if let Some(n) = digits(t) {
+            *numbers.get_mut(count)? = (t.len(), n);
+            count += 1;
         }
     }
     let (month, secs) = (month?, clock?);
-    if numbers.len() != 2 {
+    if count != 2 {
         return None;
     }
     let (day, (ylen, y)) = (numbers[0].1, numbers[1]);
@@ -197,6 +222,36 @@ mod tests {
         // An HTTP date has a year of at most four digits: it never reaches the clamp.
         let last = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", Millis(0));
         assert_eq!(last, Some(253_402_300_799_000));
+    }
+
+    #[test]
+    fn http_dates_refuse_what_is_not_exactly_one_day_year_and_clock() {
+        let at = |s: &str| parse_http_date(s).map(|m| m.0 / 1000);
+        assert_eq!(at("Sun, 06 Nov 1994 +08:+49:+37 GMT"), Some(784_111_777), "a field may have a plus sign");
+        assert_eq!(at("SUN, 06 NOV 1994 08:49:37 gmt"), Some(784_111_777), "months in any case");
+        for bad in [
+            "Sun, 06 Nov 1994 08::37 GMT",
+            "Sun, 06 Nov 1994 08:49:37: GMT",
+            "Sun, 06 Nov 1994 08:49:37:00 GMT",
+            "Sun, 06 Nov 1994 08:+:37 GMT",
+            "Sun, 06 Nov 1994 08:4x:37 GMT",
+            "Sun, 06 Nov 1994 99999999999999999999:49:37 GMT",
+            "Sun, 06 Nov 1994 GMT",
+            "Sun, 06 1994 08:49:37 GMT",
+            "Sun, 06 Nov 08:49:37 GMT",
+            "Sun, 06 Nov 1994 1 08:49:37 GMT",
+            "Sun, 99999999999999999999 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 99999999999999999999 08:49:37 GMT",
+            "Sun, 06 Nov 199 08:49:37 GMT",
+            "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+            "Sun, 06 November 1994 08:49:37 GMT",
+        ] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(parse_retry_after("", Millis(0)), None);
+        assert_eq!(parse_retry_after("  ", Millis(0)), None);
+        assert_eq!(parse_retry_after("+3", Millis(0)), None);
     }
 
     #[test]
