@@ -14,15 +14,14 @@ use serde_json::Value;
 /// case; `status` 0 means the request never got an answer (network error).
 #[must_use]
 pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, now: Millis) -> Outcome {
-    let header = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
     let code = body.get("code").and_then(Value::as_str);
-    let retry_after_ms = header("retry-after").and_then(|v| parse_retry_after(v, now));
+    let retry_after_ms = header(headers, "retry-after").and_then(|v| parse_retry_after(v, now));
     let transient = |code: String| Outcome::Transient { code: Some(code), retry_after_ms };
     let permanent = |code: &str| Outcome::Permanent { code: code.to_owned() };
     match status {
         200..=299 => Outcome::Success {
             receipt: body.clone(),
-            replayed: header("idempotent-replayed").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            replayed: header(headers, "idempotent-replayed").is_some_and(|v| v.eq_ignore_ascii_case("true")),
         },
         0 => transient("NETWORK".into()),
         408 => transient("TIMEOUT".into()),
@@ -42,6 +41,12 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
         400..=499 => permanent(&format!("HTTP_{status}")),
         _ => transient(format!("HTTP_{status}")),
     }
+}
+
+/// The first header called `name` (without case), trimmed. A function, not a closure: the
+/// closure was inlined at each of its two calls.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
 }
 
 /// Reads `Retry-After` as delay-seconds or as an HTTP date; the result is ms from `now`
