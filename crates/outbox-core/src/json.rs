@@ -21,10 +21,47 @@ pub fn unexpected(v: &Value) -> String {
         Value::Bool(b) => format!("boolean `{b}`"),
         Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
         Value::Number(n) => format!("integer `{n}`"),
-        Value::String(s) => format!("string {s:?}"),
+        Value::String(s) => format!("string {}", quoted(s)),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
     }
+}
+
+/// `s` quoted as Rust's `{s:?}` writes it (serde's wording), without `Debug`: the package's
+/// module is built with `-Z fmt-debug=none` (issue 35), where `{s:?}` writes nothing.
+/// Quotes, backslashes and control characters are escaped as `Debug` escapes them; the
+/// other characters `Debug` would escape (unassigned or invisible ones, such as U+200B)
+/// are kept as they are, which the unicode tables that tell them apart would cost.
+#[must_use]
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if c < ' ' || ('\u{7f}'..='\u{9f}').contains(&c) => {
+                out.push_str("\\u{");
+                let n = c as u32;
+                if n >= 16 {
+                    out.push(hex_digit(n >> 4));
+                }
+                out.push(hex_digit(n & 15));
+                out.push('}');
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn hex_digit(n: u32) -> char {
+    char::from_digit(n, 16).unwrap_or('0')
 }
 
 /// "invalid type: …, expected {expected}".

@@ -213,3 +213,24 @@ fn retry_after_ms_is_any_number_rounded_up_and_bounded() {
     assert_eq!(read(Value::Null), Ok(None));
     assert!(read(json!("30")).unwrap_err().contains("expected f64"), "a string is no number");
 }
+
+/// `quoted` writes a string as `{s:?}` does (serde's "string \"…\"" wording; the package's
+/// module has no `Debug`): the same for every character below U+00A0 and for every one
+/// `Debug` keeps as it is; the few others `Debug` escapes are kept as they are.
+#[test]
+fn quoted_strings_are_written_as_debug_writes_them() {
+    for n in 0..0x3400u32 {
+        let Some(c) = char::from_u32(n) else { continue };
+        let s = format!("a{c}b");
+        let (ours, std) = (outbox_core::json::quoted(&s), format!("{s:?}"));
+        if n < 0xa0 || !std.contains("\\u{") {
+            assert_eq!(ours, std, "U+{n:04X}");
+        } else {
+            assert_eq!(ours, format!("\"{s}\""), "U+{n:04X} kept as it is");
+        }
+    }
+    for s in ["", "plain", "\"quoted\"", "back\\slash", "tab\there\r\n\0", "\u{1}\u{1f}\u{7f}\u{9f}", "한국어 é 🎉"]
+    {
+        assert_eq!(outbox_core::json::quoted(s), format!("{s:?}"), "{s:?}");
+    }
+}
