@@ -103,7 +103,7 @@ impl Outbox {
             let store = app_store_arg(&store)?;
             let get = |k: &str| {
                 if query.is_object() {
-                    js_sys::Reflect::get(&query, &k.into()).unwrap_or(JsValue::UNDEFINED)
+                    crate::js::get(&query, k)
                 } else {
                     JsValue::UNDEFINED
                 }

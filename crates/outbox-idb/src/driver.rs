@@ -10,7 +10,7 @@ use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
 use crate::idb::Durability;
 use crate::inner::Inner;
 use jobs::Jobs;
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Promise};
 use outbox_core::records::{answer_records, parse_writes, Answer, Reconcile, RecordWrite};
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
 use std::cell::RefCell;
@@ -59,7 +59,7 @@ fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<Record
     // Set key by key (as `JSON.parse` of `{"type": …, …}` would make it), not built as JSON
     // first: no map and no text of its own to build.
     let answer = js_sys::Object::new();
-    let set = |o: &js_sys::Object, k: &str, v: &JsValue| drop(Reflect::set(o, &k.into(), v));
+    let set = |o: &js_sys::Object, k: &str, v: &JsValue| crate::js::set(o, k, v);
     match &r.answer {
         Answer::Success { receipt, replayed } => {
             set(&answer, "type", &"success".into());
@@ -104,7 +104,7 @@ impl From<Failed> for JsValue {
     /// The error, with the report on it as `report`.
     fn from(f: Failed) -> JsValue {
         let e = JsValue::from(f.error);
-        let _ = Reflect::set(&e, &"report".into(), &to_js(&f.report));
+        crate::js::set(&e, "report", &to_js(&f.report));
         e
     }
 }
@@ -299,16 +299,16 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
         Request::Prepare { token, intent, predecessor, receipt } => {
             let arg = js_sys::Object::new();
-            let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
+            crate::js::set(&arg, "intent", &row_to_js(&encode(&intent)));
             let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
-            let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
-            let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
+            crate::js::set(&arg, "predecessor", &pred);
+            crate::js::set(&arg, "receipt", &to_js(&receipt));
             (PortCall::Prepare(token), &ports.prepare_successor, arg.into())
         }
         Request::FindReceipt { token, owner, operation_id } => {
             let arg = js_sys::Object::new();
-            let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
-            let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
+            crate::js::set(&arg, "owner", &owner.into());
+            crate::js::set(&arg, "operationId", &operation_id.into());
             (PortCall::Find(token), &ports.find_create_receipt, arg.into())
         }
     };
