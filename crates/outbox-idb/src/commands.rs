@@ -9,7 +9,7 @@ use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort};
-use crate::idb::Durability;
+use crate::idb::{Durability, Store};
 use crate::ops::own_row;
 use crate::outbox::{promise, Outbox};
 use js_sys::{Array, Promise};
@@ -129,7 +129,8 @@ impl Outbox {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
             let mut out: Vec<(Value, Stored)> = Vec::new();
-            for raw in inner.store.read_owner_values(&owner).await? {
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_values(tx, &owner)).await?;
+            for raw in Store::rows_of(read)? {
                 let stored = Stored::from_value(&raw);
                 let owned = match &stored {
                     Stored::Row(r) => r.owner == owner,
@@ -255,7 +256,8 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let out = Array::new();
-            for raw in &inner.store.read_all().await? {
+            let read = inner.store.read_one(&AppStores::None, &Store::all).await?;
+            for raw in &Store::rows_of(read)? {
                 if let Stored::Undecodable(u) = Stored::from_value(raw) {
                     out.push(&undecodable_entry(&u));
                 }
@@ -272,10 +274,11 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let rows = match &owner {
-                Some(o) => inner.store.read_owner_values(o).await?,
-                None => inner.store.read_all().await?,
+            let issue = |tx: &_| match &owner {
+                Some(o) => Store::owner_values(tx, o),
+                None => Store::all(tx),
             };
+            let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
             let counters = *inner.counters.borrow();
             Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         }))

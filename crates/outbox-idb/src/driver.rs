@@ -7,7 +7,7 @@ use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_j
 use crate::error::{ErrorCode, OutboxError, Result};
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
-use crate::idb::Durability;
+use crate::idb::{Durability, Store};
 use crate::inner::Inner;
 use jobs::Jobs;
 use js_sys::{Function, Promise};
@@ -283,13 +283,15 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     // The port calls share one await (one state of this future, not three).
     let (call_of, port, arg): (_, _, JsValue) = match req {
         Request::ReadOwner { token, owner } => {
-            let rows = inner.store.read_owner(&owner).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+            let rows = Store::rows_of(read)?;
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
             return Ok(());
         }
         Request::ReadIds { token, owner } => {
-            let ids = inner.store.read_owner_ids(&owner).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, true)).await?;
+            let ids = Store::ids_of(read);
             inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
             return Ok(());
         }
