@@ -8,7 +8,7 @@ use crate::convert::{fields_from_js, outcome_from_js, row_to_js, to_js, undecoda
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::replace::{Planner, RecordPort};
+use crate::idb::replace::{Planner, RecordPort, Transacted};
 use crate::idb::{Durability, Store};
 use crate::ops::own_row;
 use crate::outbox::{promise, Outbox};
@@ -175,21 +175,24 @@ impl Outbox {
             let mut ticket = None;
             // §8: the claim holds its record in this tab until the app's `ack` of it.
             let mut hold = None;
+            let planner: Planner<'_> = Box::new(|cur| {
+                let p = pred.as_deref().and_then(|p| find(cur, p));
+                let planned = inner.outstanding.with(|out| {
+                    if let Some(h) = hold.take() {
+                        out.end(h); // planned again: the earlier plan's hold goes
+                    }
+                    plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out)
+                });
+                let (cp, h) = planned.ok()?;
+                (ticket, hold) = (Some(cp.ticket), Some(h));
+                Some(cp.plan)
+            });
+            // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
             let r = inner
                 .store
-                .transact(&scopes, Durability::Default, |cur| {
-                    let p = pred.as_deref().and_then(|p| find(cur, p));
-                    let planned = inner.outstanding.with(|out| {
-                        if let Some(h) = hold.take() {
-                            out.end(h); // planned again: the earlier plan's hold goes
-                        }
-                        plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out)
-                    });
-                    let (cp, h) = planned.ok()?;
-                    (ticket, hold) = (Some(cp.ticket), Some(h));
-                    Some(cp.plan)
-                })
-                .await;
+                .transact_records(vec![(scopes, planner)], Durability::Default, &RecordPort::default(), &[])
+                .await
+                .map(Transacted::outcome);
             let committed = matches!(r, Ok(Some(ReplaceOutcome::Committed)));
             if let (false, Some(h)) = (committed, hold) {
                 inner.outstanding.with(|out| out.end(h));

@@ -59,14 +59,13 @@ pub async fn owner_wide(
     let rows = Store::rows_of(read)?;
     let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
     let mut n = 0;
-    inner
-        .store
-        .transact(&first.scopes, Durability::Strict, |cur| {
-            let (plan, count) = planner(&owner, cur)?;
-            n = count;
-            Some(plan)
-        })
-        .await?;
+    let plan: Planner<'_> = Box::new(|cur| {
+        let (plan, count) = planner(&owner, cur)?;
+        n = count;
+        Some(plan)
+    });
+    // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
+    inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &RecordPort::default(), &[]).await?;
     if n > 0 {
         inner.notifier.changed(what, Some(&owner));
     }
