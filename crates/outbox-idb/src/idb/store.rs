@@ -4,7 +4,7 @@
 
 use super::app_schema::AppSchema;
 use super::connection::Connection;
-use super::reads::{object_store, owner_range, read_scopes, values};
+use super::reads::{await_reads, issue_reads, object_store, owner_range, values};
 use super::records::{self, AppStores};
 use super::request::request;
 use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, DEFAULT_OPEN_TIMEOUT_MS, STORE};
@@ -70,10 +70,6 @@ impl Store {
     /// True after [`Store::close`].
     pub fn is_closed(&self) -> bool {
         self.conn.is_closed()
-    }
-
-    async fn transaction(self: &Rc<Self>, mode: IdbTransactionMode, durability: Durability) -> Result<IdbTransaction> {
-        self.transaction_over(mode, durability, &AppStores::None).await
     }
 
     /// A transaction over the queue and the app stores `app`.
@@ -233,8 +229,9 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read(self: &Rc<Self>, scopes: &[Scope]) -> Result<Vec<Value>> {
-        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
-        read_scopes(&object_store(&tx)?, scopes).await
+        // Issued and awaited here (no wrapper future of its own, issue 35).
+        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &AppStores::None).await?;
+        await_reads(issue_reads(&object_store(&tx)?, scopes)?).await
     }
 }
 
