@@ -250,16 +250,14 @@ async fn transact(
     writes: &[(Token, Vec<Scope>)],
 ) -> Result<Vec<Option<ReplaceOutcome>>> {
     let now = inner.now();
-    let items: Vec<(Vec<Scope>, Planner<'_>)> = writes
-        .iter()
-        .map(|(token, scopes)| {
-            let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
-            let planner: Planner<'_> = Box::new(move |current: &[serde_json::Value]| {
-                flush.borrow_mut().plan(token, current, now, &mut &*inner)
-            });
-            (scopes.clone(), planner)
-        })
-        .collect();
+    // A loop, not a `collect`: no extend code of its own for this iterator (issue 35).
+    let mut items: Vec<(Vec<Scope>, Planner<'_>)> = Vec::with_capacity(writes.len());
+    for (token, scopes) in writes {
+        let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
+        let planner: Planner<'_> =
+            Box::new(move |current: &[serde_json::Value]| flush.borrow_mut().plan(token, current, now, &mut &*inner));
+        items.push((scopes.clone(), planner));
+    }
     let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
     let port = RecordPort {
         stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
