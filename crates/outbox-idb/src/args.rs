@@ -57,7 +57,7 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
 /// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when
 /// it is anything else (a string `"false"` would otherwise read as `true`).
 pub fn flag_arg(options: &JsValue, key: &str) -> Option<bool> {
-    match Reflect::get(options, &key.into()).unwrap_or(JsValue::UNDEFINED) {
+    match crate::js::get(options, key) {
         v if v.is_undefined() || v.is_null() => Some(false),
         v => v.as_bool(),
     }

@@ -8,8 +8,8 @@ use crate::convert::{fields_from_js, outcome_from_js, row_to_js, to_js, undecoda
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::replace::{Planner, RecordPort};
-use crate::idb::Durability;
+use crate::idb::replace::{Planner, RecordPort, Transacted};
+use crate::idb::{Durability, Store};
 use crate::ops::own_row;
 use crate::outbox::{promise, Outbox};
 use js_sys::{Array, Promise};
@@ -103,7 +103,7 @@ impl Outbox {
             let store = app_store_arg(&store)?;
             let get = |k: &str| {
                 if query.is_object() {
-                    js_sys::Reflect::get(&query, &k.into()).unwrap_or(JsValue::UNDEFINED)
+                    crate::js::get(&query, k)
                 } else {
                     JsValue::UNDEFINED
                 }
@@ -129,7 +129,8 @@ impl Outbox {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
             let mut out: Vec<(Value, Stored)> = Vec::new();
-            for raw in inner.store.read_owner_values(&owner).await? {
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_values(tx, &owner)).await?;
+            for raw in Store::rows_of(read)? {
                 let stored = Stored::from_value(&raw);
                 let owned = match &stored {
                     Stored::Row(r) => r.owner == owner,
@@ -174,21 +175,24 @@ impl Outbox {
             let mut ticket = None;
             // §8: the claim holds its record in this tab until the app's `ack` of it.
             let mut hold = None;
+            let planner: Planner<'_> = Box::new(|cur| {
+                let p = pred.as_deref().and_then(|p| find(cur, p));
+                let planned = inner.outstanding.with(|out| {
+                    if let Some(h) = hold.take() {
+                        out.end(h); // planned again: the earlier plan's hold goes
+                    }
+                    plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out)
+                });
+                let (cp, h) = planned.ok()?;
+                (ticket, hold) = (Some(cp.ticket), Some(h));
+                Some(cp.plan)
+            });
+            // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
             let r = inner
                 .store
-                .transact(&scopes, Durability::Default, |cur| {
-                    let p = pred.as_deref().and_then(|p| find(cur, p));
-                    let planned = inner.outstanding.with(|out| {
-                        if let Some(h) = hold.take() {
-                            out.end(h); // planned again: the earlier plan's hold goes
-                        }
-                        plan_app_claim(&owner, find(cur, &row_id), p, &inner.tab, now, out)
-                    });
-                    let (cp, h) = planned.ok()?;
-                    (ticket, hold) = (Some(cp.ticket), Some(h));
-                    Some(cp.plan)
-                })
-                .await;
+                .transact_records(vec![(scopes, planner)], Durability::Default, &RecordPort::default(), &[])
+                .await
+                .map(Transacted::outcome);
             let committed = matches!(r, Ok(Some(ReplaceOutcome::Committed)));
             if let (false, Some(h)) = (committed, hold) {
                 inner.outstanding.with(|out| out.end(h));
@@ -255,7 +259,8 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let out = Array::new();
-            for raw in &inner.store.read_all().await? {
+            let read = inner.store.read_one(&AppStores::None, &Store::all).await?;
+            for raw in &Store::rows_of(read)? {
                 if let Stored::Undecodable(u) = Stored::from_value(raw) {
                     out.push(&undecodable_entry(&u));
                 }
@@ -272,10 +277,11 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let rows = match &owner {
-                Some(o) => inner.store.read_owner_values(o).await?,
-                None => inner.store.read_all().await?,
+            let issue = |tx: &_| match &owner {
+                Some(o) => Store::owner_values(tx, o),
+                None => Store::all(tx),
             };
+            let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
             let counters = *inner.counters.borrow();
             Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         }))

@@ -127,7 +127,7 @@ pub(crate) fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
         ("error", JsValue::from(error)),
         ("raw", row_to_js(&u.raw)),
     ] {
-        let _ = js_sys::Reflect::set(&entry, &key.into(), &value);
+        crate::js::set(&entry, key, &value);
     }
     entry
 }

@@ -7,10 +7,10 @@ use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_j
 use crate::error::{ErrorCode, OutboxError, Result};
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
-use crate::idb::Durability;
+use crate::idb::{Durability, Store};
 use crate::inner::Inner;
 use jobs::Jobs;
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Promise};
 use outbox_core::records::{answer_records, parse_writes, Answer, Reconcile, RecordWrite};
 use outbox_core::{encode, Flush, FlushReport, Outcome, ReplaceOutcome, Request, Scope, Token};
 use std::cell::RefCell;
@@ -59,7 +59,7 @@ fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<Record
     // Set key by key (as `JSON.parse` of `{"type": …, …}` would make it), not built as JSON
     // first: no map and no text of its own to build.
     let answer = js_sys::Object::new();
-    let set = |o: &js_sys::Object, k: &str, v: &JsValue| drop(Reflect::set(o, &k.into(), v));
+    let set = |o: &js_sys::Object, k: &str, v: &JsValue| crate::js::set(o, k, v);
     match &r.answer {
         Answer::Success { receipt, replayed } => {
             set(&answer, "type", &"success".into());
@@ -104,7 +104,7 @@ impl From<Failed> for JsValue {
     /// The error, with the report on it as `report`.
     fn from(f: Failed) -> JsValue {
         let e = JsValue::from(f.error);
-        let _ = Reflect::set(&e, &"report".into(), &to_js(&f.report));
+        crate::js::set(&e, "report", &to_js(&f.report));
         e
     }
 }
@@ -250,16 +250,14 @@ async fn transact(
     writes: &[(Token, Vec<Scope>)],
 ) -> Result<Vec<Option<ReplaceOutcome>>> {
     let now = inner.now();
-    let items: Vec<(Vec<Scope>, Planner<'_>)> = writes
-        .iter()
-        .map(|(token, scopes)| {
-            let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
-            let planner: Planner<'_> = Box::new(move |current: &[serde_json::Value]| {
-                flush.borrow_mut().plan(token, current, now, &mut &*inner)
-            });
-            (scopes.clone(), planner)
-        })
-        .collect();
+    // A loop, not a `collect`: no extend code of its own for this iterator (issue 35).
+    let mut items: Vec<(Vec<Scope>, Planner<'_>)> = Vec::with_capacity(writes.len());
+    for (token, scopes) in writes {
+        let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
+        let planner: Planner<'_> =
+            Box::new(move |current: &[serde_json::Value]| flush.borrow_mut().plan(token, current, now, &mut &*inner));
+        items.push((scopes.clone(), planner));
+    }
     let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
     let port = RecordPort {
         stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
@@ -283,13 +281,15 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     // The port calls share one await (one state of this future, not three).
     let (call_of, port, arg): (_, _, JsValue) = match req {
         Request::ReadOwner { token, owner } => {
-            let rows = inner.store.read_owner(&owner).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+            let rows = Store::rows_of(read)?;
             let now = inner.now();
             inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
             return Ok(());
         }
         Request::ReadIds { token, owner } => {
-            let ids = inner.store.read_owner_ids(&owner).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, true)).await?;
+            let ids = Store::ids_of(read);
             inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
             return Ok(());
         }
@@ -299,16 +299,16 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
         Request::Prepare { token, intent, predecessor, receipt } => {
             let arg = js_sys::Object::new();
-            let _ = Reflect::set(&arg, &"intent".into(), &row_to_js(&encode(&intent)));
+            crate::js::set(&arg, "intent", &row_to_js(&encode(&intent)));
             let pred = predecessor.as_ref().map_or(JsValue::NULL, |p| row_to_js(&encode(p)));
-            let _ = Reflect::set(&arg, &"predecessor".into(), &pred);
-            let _ = Reflect::set(&arg, &"receipt".into(), &to_js(&receipt));
+            crate::js::set(&arg, "predecessor", &pred);
+            crate::js::set(&arg, "receipt", &to_js(&receipt));
             (PortCall::Prepare(token), &ports.prepare_successor, arg.into())
         }
         Request::FindReceipt { token, owner, operation_id } => {
             let arg = js_sys::Object::new();
-            let _ = Reflect::set(&arg, &"owner".into(), &owner.into());
-            let _ = Reflect::set(&arg, &"operationId".into(), &operation_id.into());
+            crate::js::set(&arg, "owner", &owner.into());
+            crate::js::set(&arg, "operationId", &operation_id.into());
             (PortCall::Find(token), &ports.find_create_receipt, arg.into())
         }
     };

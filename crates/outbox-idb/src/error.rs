@@ -91,10 +91,7 @@ impl OutboxError {
     /// `QuotaExceededError` (a full disk or the origin's quota), which the app handles
     /// differently (tell the person, free space) from a failing database.
     pub fn storage(context: &str, cause: &JsValue) -> OutboxError {
-        let detail = js_sys::Reflect::get(cause, &"message".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_else(|| crate::js::text_of(cause));
+        let detail = crate::js::get(cause, "message").as_string().unwrap_or_else(|| crate::js::text_of(cause));
         if dom_name(cause).as_deref() == Some("QuotaExceededError") {
             let message =
                 format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");
@@ -130,7 +127,7 @@ impl OutboxError {
 
 /// The `name` of a `DOMException` (or any error object), e.g. `"QuotaExceededError"`.
 pub(crate) fn dom_name(cause: &JsValue) -> Option<String> {
-    js_sys::Reflect::get(cause, &"name".into()).ok().and_then(|n| n.as_string())
+    crate::js::get(cause, "name").as_string()
 }
 
 impl fmt::Display for OutboxError {
@@ -149,7 +146,7 @@ impl From<OutboxError> for JsValue {
     fn from(e: OutboxError) -> JsValue {
         let err = js_sys::Error::new(&e.message);
         err.set_name("OutboxError");
-        let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
+        crate::js::set(&err, "code", &e.code.as_str().into());
         err.into()
     }
 }

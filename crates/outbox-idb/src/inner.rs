@@ -5,7 +5,7 @@ use crate::error::{OutboxError, Result};
 use crate::idb::app_schema::AppSchema;
 use crate::idb::Store;
 use crate::notify::Notifier;
-use js_sys::{Function, Reflect};
+use js_sys::Function;
 use outbox_core::metrics::Counters;
 use outbox_core::retry::Backoff;
 use outbox_core::{Draws, Millis, SharedOutstanding, Tab};
@@ -41,7 +41,7 @@ pub struct Options {
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
-    Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
+    crate::js::get(obj, key)
 }
 
 /// An optional function option `key` of `obj` (absent when `obj` is no object).

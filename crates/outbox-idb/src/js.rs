@@ -41,6 +41,19 @@ extern "C" {
     fn intrinsic_then(this: &PromiseValue, ok: &Function, err: &Function) -> Result<JsValue, JsValue>;
 }
 
+/// `obj[key]`; `undefined` when reading it throws (a getter, a Proxy trap, no object). One
+/// copy of the key's conversion and the call, not one at every property read (issue 35).
+#[inline(never)]
+pub fn get(obj: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// `obj[key] = value`, a failure (a setter that throws, no object) ignored: as [`get`].
+#[inline(never)]
+pub fn set(obj: &JsValue, key: &str, value: &JsValue) {
+    let _ = js_sys::Reflect::set(obj, &key.into(), value);
+}
+
 /// Appends `n` in decimal, written by hand: no integer `Display` machinery at the call
 /// (issue 35).
 pub fn push_decimal(s: &mut String, mut n: usize) {

@@ -88,9 +88,7 @@ impl Outgoing {
     fn open_window(self: &Rc<Self>) {
         self.window_open.set(true);
         let timer = self.timer.borrow();
-        let set = js_sys::Reflect::get(&js_sys::global(), &"setTimeout".into())
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+        let set = crate::js::get(&js_sys::global(), "setTimeout").dyn_into::<js_sys::Function>().ok();
         match (set, timer.as_ref()) {
             (Some(set), Some(tick)) => {
                 *self.timeout.borrow_mut() = set.call2(&js_sys::global(), tick.as_ref(), &BURST_WINDOW_MS.into()).ok();
@@ -156,15 +154,15 @@ fn message(tab_id: &str, what: &str, owner: Option<&str>, records: &[(String, Js
         let list = js_sys::Array::new();
         for (store, key) in records {
             let r = js_sys::Object::new();
-            let _ = js_sys::Reflect::set(&r, &"store".into(), &store.as_str().into());
-            let _ = js_sys::Reflect::set(&r, &"key".into(), key);
+            crate::js::set(&r, "store", &store.as_str().into());
+            crate::js::set(&r, "key", key);
             list.push(&r);
         }
-        let _ = js_sys::Reflect::set(&msg, &"records".into(), &list);
+        crate::js::set(&msg, "records", &list);
     }
-    let _ = js_sys::Reflect::set(&msg, &"tabId".into(), &tab_id.into());
-    let _ = js_sys::Reflect::set(&msg, &"change".into(), &what.into());
-    let _ = js_sys::Reflect::set(&msg, &"owner".into(), &owner.map_or(JsValue::NULL, JsValue::from));
+    crate::js::set(&msg, "tabId", &tab_id.into());
+    crate::js::set(&msg, "change", &what.into());
+    crate::js::set(&msg, "owner", &owner.map_or(JsValue::NULL, JsValue::from));
     msg.into()
 }
 
@@ -193,7 +191,7 @@ impl Notifier {
             let last = last_changes.clone();
             let closure = Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
                 let data = ev.unchecked_into::<MessageEvent>().data();
-                let field = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok().and_then(|v| v.as_string());
+                let field = |k: &str| crate::js::get(&data, k).as_string();
                 if field("change").as_deref() == Some(FLUSH_CHANGE) {
                     if let Some(owner) = field("owner") {
                         note_change(&last, &owner);
@@ -285,10 +283,8 @@ impl Drop for Notifier {
 /// own method; browsers have none) lets the process end while notices still arrive as
 /// long as it runs.
 fn unref(channel: &BroadcastChannel) {
-    if let Ok(f) = js_sys::Reflect::get(channel, &"unref".into()) {
-        if let Some(f) = f.dyn_ref::<js_sys::Function>() {
-            let _ = f.call0(channel);
-        }
+    if let Some(f) = crate::js::get(channel, "unref").dyn_ref::<js_sys::Function>() {
+        let _ = f.call0(channel);
     }
 }
 

@@ -6,7 +6,7 @@ use crate::args::owner_arg;
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort};
-use crate::idb::Durability;
+use crate::idb::{Durability, Store};
 use outbox_core::{decode, ReplaceOutcome, Scope};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -55,17 +55,17 @@ pub async fn owner_wide(
 ) -> Result<usize, OutboxError> {
     inner.check_open()?;
     let owner = owner_arg(owner)?;
-    let rows = inner.store.read_owner(&owner).await?;
+    let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+    let rows = Store::rows_of(read)?;
     let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
     let mut n = 0;
-    inner
-        .store
-        .transact(&first.scopes, Durability::Strict, |cur| {
-            let (plan, count) = planner(&owner, cur)?;
-            n = count;
-            Some(plan)
-        })
-        .await?;
+    let plan: Planner<'_> = Box::new(|cur| {
+        let (plan, count) = planner(&owner, cur)?;
+        n = count;
+        Some(plan)
+    });
+    // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
+    inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &RecordPort::default(), &[]).await?;
     if n > 0 {
         inner.notifier.changed(what, Some(&owner));
     }

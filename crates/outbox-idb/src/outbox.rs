@@ -6,7 +6,7 @@ use crate::driver::{drive, Ports};
 use crate::error::{OutboxError, Result};
 use crate::idb::Store;
 use crate::inner::{Inner, Options};
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Promise};
 use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
 use std::pin::Pin;
@@ -128,7 +128,7 @@ impl Outbox {
 /// state machine (issue 35; not inlined back into it: −33 B gzip).
 #[inline(never)]
 fn flush_options(inner: &Inner, options: &JsValue) -> std::result::Result<(FlushOptions, Ports), JsValue> {
-    let owner = crate::args::owner_arg(&Reflect::get(options, &"owner".into()).unwrap_or(JsValue::UNDEFINED))?;
+    let owner = crate::args::owner_arg(&crate::js::get(options, "owner"))?;
     let ports = Ports::parse(options, true)?;
     let mut opts = FlushOptions::new(owner, inner.tab.clone());
     opts.backoff = inner.backoff;
@@ -137,7 +137,7 @@ fn flush_options(inner: &Inner, options: &JsValue) -> std::result::Result<(Flush
     opts.has_find = ports.find_create_receipt.is_some();
     // A number or absent: a string or a `Date` is refused, never silently ignored.
     let get = |k: &str| -> std::result::Result<Option<f64>, JsValue> {
-        match Reflect::get(options, &k.into()).unwrap_or(JsValue::UNDEFINED) {
+        match crate::js::get(options, k) {
             v if v.is_undefined() || v.is_null() => Ok(None),
             v => v.as_f64().map(Some).ok_or_else(|| OutboxError::invalid(format!("`{k}` must be a number")).into()),
         }

@@ -137,7 +137,7 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     let abort = abort_controller();
     let lock_options = js_sys::Object::new();
     if let Some(signal) = abort.as_ref().and_then(|a| Reflect::get(a, &"signal".into()).ok()) {
-        let _ = Reflect::set(&lock_options, &"signal".into(), &signal);
+        crate::js::set(&lock_options, "signal", &signal);
     }
     let name = lock_name(inner.store.name(), owner);
     let asked = request.call3(&locks, &name.into(), &lock_options, callback.as_ref());
@@ -145,7 +145,7 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     let Ok(asked) = asked else { return turn };
     // A refusal (an opaque origin, a document no longer active) or the withdrawal rejects
     // the request: the flush goes on at once, and the rejection counts as handled.
-    if let Some(then) = Reflect::get(&asked, &"then".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
+    if let Ok(then) = crate::js::get(&asked, "then").dyn_into::<Function>() {
         let _ = then.call2(&asked, &JsValue::UNDEFINED, &on_refusal);
     }
     if wait(inner, owner, until_deadline, &granted, &state).await {
@@ -154,7 +154,7 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     } else {
         state.set(GAVE_UP);
         if let Some(abort) = abort {
-            if let Some(f) = Reflect::get(&abort, &"abort".into()).ok().and_then(|f| f.dyn_into::<Function>().ok()) {
+            if let Ok(f) = crate::js::get(&abort, "abort").dyn_into::<Function>() {
                 let _ = f.call0(&abort);
             }
         }
@@ -202,14 +202,14 @@ fn abort_controller() -> Option<JsValue> {
 /// offered, with `setTimeout` (which the wait needs).
 fn lock_request() -> Option<(JsValue, Function)> {
     global_fn("setTimeout")?;
-    let nav = Reflect::get(&js_sys::global(), &"navigator".into()).ok()?;
-    let locks = Reflect::get(&nav, &"locks".into()).ok().filter(JsValue::is_object)?;
-    let request = Reflect::get(&locks, &"request".into()).ok()?.dyn_into().ok()?;
+    let nav = crate::js::get(&js_sys::global(), "navigator");
+    let locks = Some(crate::js::get(&nav, "locks")).filter(JsValue::is_object)?;
+    let request = crate::js::get(&locks, "request").dyn_into().ok()?;
     Some((locks, request))
 }
 
 fn global_fn(name: &str) -> Option<Function> {
-    Reflect::get(&js_sys::global(), &name.into()).ok()?.dyn_into().ok()
+    crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }
 
 /// A promise that resolves (with `undefined`) after `ms`.

@@ -18,7 +18,7 @@
 //! and a connection that arrives later is closed, so it never lingers and blocks other tabs.
 
 use crate::error::{dom_name, OutboxError};
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Function, Promise};
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -220,5 +220,5 @@ fn clear_timeout(timer: &Cell<Option<JsValue>>) {
 }
 
 fn global_fn(name: &str) -> Option<Function> {
-    Reflect::get(&js_sys::global(), &name.into()).ok()?.dyn_into().ok()
+    crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }

@@ -18,11 +18,6 @@ pub(super) fn object_store(tx: &IdbTransaction) -> Result<IdbObjectStore> {
     tx.object_store(STORE).map_err(|e| OutboxError::storage("object store", &e))
 }
 
-/// Issues every scope's read at once, then awaits them (all requests of this transaction).
-pub(super) async fn read_scopes(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<Value>> {
-    await_reads(issue_reads(store, scopes)?).await
-}
-
 /// `owner`'s range of the `[owner, savedAt]` index: its rows whose `savedAt` is a number
 /// ([`Scope::Owner`]).
 pub(super) fn owner_range(owner: &str) -> std::result::Result<IdbKeyRange, JsValue> {

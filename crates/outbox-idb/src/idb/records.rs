@@ -48,7 +48,7 @@ impl AppStores {
 
 fn refused(tx: &IdbTransaction, store: &str, e: &JsValue) -> OutboxError {
     let what = dom_name(e).unwrap_or_else(|| "Error".into());
-    let msg = Reflect::get(e, &"message".into()).ok().and_then(|m| m.as_string()).unwrap_or_default();
+    let msg = crate::js::get(e, "message").as_string().unwrap_or_default();
     match what.as_str() {
         "QuotaExceededError" => return OutboxError::storage("record write", e),
         // The transaction failed before this write ran (an earlier put broke a unique index,
@@ -125,7 +125,7 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
     if !v.is_object() {
         return None;
     }
-    let to = Reflect::get(v, &MOVED_TO.into()).ok().filter(|t| !t.is_undefined())?;
+    let to = Some(crate::js::get(v, MOVED_TO)).filter(|t| !t.is_undefined())?;
     // Written by `stub` as JSON; anything JSON cannot hold is not a key.
     from_js(&to, MOVED_TO).ok().filter(is_key)
 }

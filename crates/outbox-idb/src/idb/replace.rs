@@ -47,8 +47,8 @@ impl Store {
         durability: Durability,
         planner: Planner<'_>,
     ) -> Result<Option<ReplaceOutcome>> {
-        let mut done = self.transact_records(vec![(scopes, planner)], durability, &RecordPort::default(), &[]).await?;
-        Ok(done.outcomes.pop().flatten())
+        let done = self.transact_records(vec![(scopes, planner)], durability, &RecordPort::default(), &[]).await?;
+        Ok(done.outcome())
     }
 
     /// Several replaces in one readwrite transaction, planned and applied in order as if
@@ -194,6 +194,14 @@ pub struct Transacted {
     /// The rows put, by id, as the values given to IndexedDB (which stored a copy): what
     /// the app is shown of a row just written, without building it again.
     pub puts: Vec<(String, JsValue)>,
+}
+
+impl Transacted {
+    /// The outcome of a transaction of one replace (`None`: it planned nothing).
+    #[must_use]
+    pub fn outcome(mut self) -> Option<ReplaceOutcome> {
+        self.outcomes.pop().flatten()
+    }
 }
 
 /// The `reconcile` port as the store calls it: the record writes for an answer, or why

@@ -4,7 +4,7 @@
 
 use super::app_schema::AppSchema;
 use super::connection::Connection;
-use super::reads::{object_store, owner_range, read_scopes, values};
+use super::reads::{await_reads, issue_reads, object_store, owner_range, values};
 use super::records::{self, AppStores};
 use super::request::request;
 use super::schema::{BY_OWNER, BY_OWNER_SAVED_AT, DEFAULT_OPEN_TIMEOUT_MS, STORE};
@@ -72,10 +72,6 @@ impl Store {
         self.conn.is_closed()
     }
 
-    async fn transaction(self: &Rc<Self>, mode: IdbTransactionMode, durability: Durability) -> Result<IdbTransaction> {
-        self.transaction_over(mode, durability, &AppStores::None).await
-    }
-
     /// A transaction over the queue and the app stores `app`.
     pub(super) async fn transaction_over(
         self: &Rc<Self>,
@@ -141,79 +137,84 @@ impl Store {
         Ok(records.into())
     }
 
-    /// Every row of `owner` with a numeric `savedAt`, in `(savedAt, id)` order.
-    ///
-    /// # Errors
-    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
-    pub async fn read_owner(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
-        let array = self.read_owner_queue(owner, false).await?;
-        values(array)
-    }
-
-    /// The ids of [`Store::read_owner`]'s rows, read as keys only (no value is read or
-    /// converted), in the same order; a key that is not a string is left out.
-    ///
-    /// # Errors
-    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
-    pub async fn read_owner_ids(self: &Rc<Self>, owner: &str) -> Result<Vec<String>> {
-        let array: Array = self.read_owner_queue(owner, true).await?.unchecked_into();
-        let mut ids = Vec::with_capacity(array.length() as usize);
-        for id in array.iter().filter_map(|k| k.as_string()) {
-            ids.push(id);
-        }
-        Ok(ids)
-    }
-
-    /// `getAll` (or `getAllKeys`, primary keys) of `owner`'s range of the `[owner, savedAt]`
-    /// index.
-    async fn read_owner_queue(self: &Rc<Self>, owner: &str, keys: bool) -> Result<JsValue> {
-        self.read_one(&AppStores::None, &|tx| {
-            let store = object_store(tx)?;
-            let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
-            let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
-            if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
-                .map_err(|e| OutboxError::storage("read", &e))
-        })
-        .await
-    }
-
-    /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
-    /// database a newer version upgraded without that index is read whole. Callers still
-    /// filter by owner.
-    ///
-    /// # Errors
-    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
-    pub async fn read_owner_values(self: &Rc<Self>, owner: &str) -> Result<Vec<Value>> {
-        values(
-            self.read_one(&AppStores::None, &|tx| {
-                let store = object_store(tx)?;
-                if store.index_names().contains(BY_OWNER) {
-                    let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
-                    index.get_all_with_key(&owner.into())
-                } else {
-                    store.get_all()
-                }
-                .map_err(|e| OutboxError::storage("read", &e))
-            })
-            .await?,
-        )
-    }
-
     /// Every stored value (rows of every owner and undecodable ones).
     ///
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
-        let all = self
-            .read_one(&AppStores::None, &|tx| object_store(tx)?.get_all().map_err(|e| OutboxError::storage("read", &e)))
-            .await?;
-        values(all)
+        Store::rows_of(self.read_one(&AppStores::None, &Store::all).await?)
+    }
+
+    /// `getAll` (or `getAllKeys`, primary keys, when `keys`) of `owner`'s range of the
+    /// `[owner, savedAt]` index, issued in `tx` ([`Store::read_one`]): every row of `owner`
+    /// with a numeric `savedAt`, in `(savedAt, id)` order ([`Store::rows_of`]), or their
+    /// ids ([`Store::ids_of`]). The reads of the queue are issued by these plain functions
+    /// and awaited by their callers through `read_one`: no async wrapper of its own for
+    /// each (issue 35).
+    ///
+    /// # Errors
+    /// `STORAGE`.
+    pub(crate) fn owner_queue(tx: &IdbTransaction, owner: &str, keys: bool) -> Result<IdbRequest> {
+        let store = object_store(tx)?;
+        let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
+        let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
+        if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
+            .map_err(|e| OutboxError::storage("read", &e))
+    }
+
+    /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
+    /// database a newer version upgraded without that index is read whole. Callers still
+    /// filter by owner. Issued in `tx` as [`Store::owner_queue`].
+    ///
+    /// # Errors
+    /// `STORAGE`.
+    pub(crate) fn owner_values(tx: &IdbTransaction, owner: &str) -> Result<IdbRequest> {
+        let store = object_store(tx)?;
+        if store.index_names().contains(BY_OWNER) {
+            let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
+            index.get_all_with_key(&owner.into())
+        } else {
+            store.get_all()
+        }
+        .map_err(|e| OutboxError::storage("read", &e))
+    }
+
+    /// Every stored value (rows of every owner and undecodable ones), issued in `tx` as
+    /// [`Store::owner_queue`].
+    ///
+    /// # Errors
+    /// `STORAGE`.
+    pub(crate) fn all(tx: &IdbTransaction) -> Result<IdbRequest> {
+        object_store(tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))
+    }
+
+    /// The rows of what one of the reads above returned (the planner's JSON).
+    ///
+    /// # Errors
+    /// `STORAGE` when it is no array.
+    pub(crate) fn rows_of(array: JsValue) -> Result<Vec<Value>> {
+        values(array)
+    }
+
+    /// The ids of what [`Store::owner_queue`] read with `keys`, in the same order; a key
+    /// that is not a string is left out.
+    pub(crate) fn ids_of(array: JsValue) -> Vec<String> {
+        let array: Array = array.unchecked_into();
+        let mut ids = Vec::with_capacity(array.length() as usize);
+        for id in array.iter().filter_map(|k| k.as_string()) {
+            ids.push(id);
+        }
+        ids
     }
 
     /// The result of one request in a readonly transaction over the queue and `app`, which
     /// `issue` makes. The one async body of the single-request reads (each async fn is a
     /// state machine of its own in the wasm module, issue 35).
-    async fn read_one(
+    ///
+    /// # Errors
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade); what `issue`
+    /// fails with.
+    pub(crate) async fn read_one(
         self: &Rc<Self>,
         app: &AppStores,
         issue: &dyn Fn(&IdbTransaction) -> Result<IdbRequest>,
@@ -228,8 +229,9 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read(self: &Rc<Self>, scopes: &[Scope]) -> Result<Vec<Value>> {
-        let tx = self.transaction(IdbTransactionMode::Readonly, Durability::Default).await?;
-        read_scopes(&object_store(&tx)?, scopes).await
+        // Issued and awaited here (no wrapper future of its own, issue 35).
+        let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &AppStores::None).await?;
+        await_reads(issue_reads(&object_store(&tx)?, scopes)?).await
     }
 }
 

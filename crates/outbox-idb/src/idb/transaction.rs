@@ -44,7 +44,7 @@ thread_local! {
     /// `{durability: "strict"}`, made once (IndexedDB only reads it).
     static STRICT: JsValue = {
         let opts = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&opts, &"durability".into(), &"strict".into());
+        crate::js::set(&opts, "durability", &"strict".into());
         opts.into()
     };
 }
