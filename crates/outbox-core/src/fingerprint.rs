@@ -183,8 +183,10 @@ fn push_js_number(out: &mut String, f: f64) {
             out.push('.');
             push(out, &digits[1..]);
         }
+        // Never 0 here (an exponent form has `point` ≤ −6 or > 21), so its sign is all
+        // there is to tell.
         let e = point - 1;
-        out.push_str(if e < 0 { "e-" } else { "e+" });
+        out.push_str(if e.is_negative() { "e-" } else { "e+" });
         let e = e.unsigned_abs();
         for unit in [100, 10, 1] {
             if e >= unit || unit == 1 {
