@@ -107,13 +107,92 @@ fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
         // -0 is written as 0 (JCS); the exact form keeps the sign.
         out.push_str(if EXACT && f.is_sign_negative() { "-0" } else { "0" });
     } else {
-        let mut buf = ryu_js::Buffer::new();
-        out.push_str(buf.format(f));
+        push_js_number(out, f);
     }
     if EXACT && f.fract() == 0.0 {
         // A whole number read from a fraction or an exponent (`1.0`, `1e2`, `-0`): not an
         // integer to a typed reader, which refuses it where it takes `1` or `100`.
         out.push_str(".0");
+    }
+}
+
+/// A finite, non-zero `f` as ECMAScript's `Number::toString` writes it (the form JCS
+/// takes). Its digits are serde_json's, which the module holds anyway: the shortest that
+/// read back as `f`, the nearest to `f` when several do — the digits ECMAScript picks (a
+/// test checks them against `ryu-js`, the crate that wrote them before: its tables and
+/// code were about 4 KB of the wasm module, issue 35). Only where the point goes and the
+/// exponent's form are ECMAScript's own: laid out here from the digits and their exponent.
+fn push_js_number(out: &mut String, f: f64) {
+    let text = serde_json::Number::from_f64(f).map(|n| n.to_string()).unwrap_or_default();
+    // `text` is `-`? digits (`.` digits)? (`e` sign? digits)?: the value is
+    // 0.`digits` × 10^`point`, once the leading zeros are gone.
+    let mut digits: Vec<u8> = Vec::new();
+    let mut point: i32 = 0;
+    let mut before_dot = true;
+    let mut bytes = text.bytes();
+    for b in bytes.by_ref() {
+        match b {
+            b'-' => out.push('-'),
+            b'.' => before_dot = false,
+            b'0'..=b'9' => {
+                if before_dot {
+                    point += 1;
+                }
+                if b == b'0' && digits.is_empty() {
+                    point -= 1;
+                } else {
+                    digits.push(b);
+                }
+            }
+            _ => break, // `e` or `E`
+        }
+    }
+    let mut exp: i32 = 0;
+    let mut negative = false;
+    for b in bytes {
+        match b {
+            b'-' => negative = true,
+            b'0'..=b'9' => exp = exp * 10 + i32::from(b - b'0'),
+            _ => {}
+        }
+    }
+    point += if negative { -exp } else { exp };
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    let k = digits.len() as i32;
+    let push = |out: &mut String, d: &[u8]| out.extend(d.iter().map(|&b| char::from(b)));
+    if k <= point && point <= 21 {
+        push(out, &digits);
+        for _ in k..point {
+            out.push('0');
+        }
+    } else if 0 < point && point <= 21 {
+        push(out, &digits[..point as usize]);
+        out.push('.');
+        push(out, &digits[point as usize..]);
+    } else if -6 < point && point <= 0 {
+        out.push_str("0.");
+        for _ in point..0 {
+            out.push('0');
+        }
+        push(out, &digits);
+    } else {
+        push(out, &digits[..1]);
+        if k > 1 {
+            out.push('.');
+            push(out, &digits[1..]);
+        }
+        // Never 0 here (an exponent form has `point` ≤ −6 or > 21), so its sign is all
+        // there is to tell.
+        let e = point - 1;
+        out.push_str(if e.is_negative() { "e-" } else { "e+" });
+        let e = e.unsigned_abs();
+        for unit in [100, 10, 1] {
+            if e >= unit || unit == 1 {
+                out.push(char::from(b'0' + (e / unit % 10) as u8));
+            }
+        }
     }
 }
 
@@ -143,6 +222,67 @@ fn write_string(out: &mut String, s: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn js(f: f64) -> String {
+        let mut s = String::new();
+        push_js_number(&mut s, f);
+        s
+    }
+
+    /// The numbers as `ryu-js` writes them (ECMAScript's form), for every kind of double:
+    /// each power of ten and its neighbours at every exponent, the layout's boundaries, the
+    /// subnormals and extremes, and a million doubles of random bits (and as many of a few digits).
+    #[test]
+    fn numbers_are_written_as_ryu_js_writes_them() {
+        let mut buf = ryu_js::Buffer::new();
+        let mut check = |f: f64| {
+            if f.is_finite() && f != 0.0 {
+                assert_eq!(js(f), buf.format(f), "{:e} ({:#x})", f, f.to_bits());
+            }
+        };
+        for e in -330..=310 {
+            let p: f64 = format!("1e{e}").parse().unwrap();
+            for f in [p, -p, 1.5 * p, 123_456_789.0 * p, p / 3.0, 2.0 / 3.0 * p] {
+                check(f);
+                check(f64::from_bits(f.to_bits().wrapping_add(1)));
+                check(f64::from_bits(f.to_bits().wrapping_sub(1)));
+            }
+        }
+        for f in [
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+            f64::EPSILON,
+            5e-324,
+            1e21,
+            1e21 - 65536.0,
+            123e20,
+            1e-6,
+            1.5e-6,
+            1e-7,
+            0.1,
+            0.3,
+            1.0,
+            9_007_199_254_740_993.0,
+            18_446_744_073_709_551_615.0,
+        ] {
+            check(f);
+            check(-f);
+        }
+        for i in 1..=1000_u64 {
+            check(i as f64);
+            check(i as f64 / 1000.0);
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..1_000_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            check(f64::from_bits(seed));
+            // Doubles of a few digits, as apps store them (12.5, 0.07, 3.25e-5).
+            check((seed % 100_000) as f64 / [1.0, 10.0, 100.0, 1e4, 1e7][(seed >> 40) as usize % 5]);
+        }
+    }
 
     #[test]
     fn canonical_form_sorts_keys_and_formats_numbers_like_ecmascript() {

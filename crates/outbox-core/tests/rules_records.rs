@@ -260,7 +260,10 @@ fn writes_are_checked_before_anything_is_written() {
     let e = parse_writes(&json!([{"store": TODOS, "delete": nested(9)}]), "w").unwrap_err();
     assert_eq!(e.to_string(), "`w[0].delete` must be a key: a string, a number or an array of them");
     let many = Value::Array(vec![json!({"store": TODOS, "delete": 1}); MAX_WRITES + 1]);
-    assert!(parse_writes(&many, "writes").unwrap_err().0.contains("more than"));
+    assert_eq!(
+        parse_writes(&many, "writes").unwrap_err().0,
+        format!("`writes` holds more than {MAX_WRITES} record writes")
+    );
     let just_enough = Value::Array(vec![json!({"store": TODOS, "delete": 1}); MAX_WRITES]);
     assert!(parse_writes(&just_enough, "writes").is_ok());
 }

@@ -8,7 +8,7 @@ use outbox_core::classify::classify_http;
 use outbox_core::codec::Stored;
 use outbox_core::inflight::{is_row_in_flight, DEFAULT_LEASE_MS};
 use outbox_core::select::select_sendable;
-use outbox_core::Millis;
+use outbox_core::{Millis, Outcome};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -86,7 +86,46 @@ pub fn classify_http_js(
     // send of the row — a success the server applied would be sent again for ever.
     let body = from_js(&body, "body").unwrap_or(Value::Null);
     let now = if now.is_undefined() || now.is_null() { js_sys::Date::now() } else { number(&now, "now")? };
-    Ok(to_js(&classify_http(s as u16, &headers, &body, Millis(now as i64))))
+    Ok(outcome_to_js(classify_http(s as u16, &headers, &body, Millis(now as i64))))
+}
+
+/// An outcome as `JSON.parse` makes it of serde's text (`type` first, then the variant's
+/// fields in order; a transient one's `code` and `retryAfterMs` only when present), set key
+/// by key: serde's serializer of `Outcome`, built for this one call, was larger (issue 35).
+fn outcome_to_js(o: Outcome) -> JsValue {
+    let obj = js_sys::Object::new();
+    let set = |k: &str, v: &JsValue| drop(Reflect::set(&obj, &k.into(), v));
+    let (tag, code) = match o {
+        Outcome::Success { receipt, replayed } => {
+            set("type", &"success".into());
+            set("receipt", &to_js(&receipt));
+            set("replayed", &replayed.into());
+            return obj.into();
+        }
+        Outcome::Conflict { actual_revision } => {
+            set("type", &"conflict".into());
+            set("actualRevision", &to_js(&actual_revision));
+            return obj.into();
+        }
+        Outcome::Auth => ("auth", None),
+        Outcome::Permanent { code } => ("permanent", Some(code)),
+        Outcome::Transient { code, retry_after_ms } => {
+            set("type", &"transient".into());
+            if let Some(code) = code {
+                set("code", &code.into());
+            }
+            if let Some(ms) = retry_after_ms {
+                // The double JSON.parse reads of the integer's digits: the nearest one.
+                set("retryAfterMs", &(ms as f64).into());
+            }
+            return obj.into();
+        }
+    };
+    set("type", &tag.into());
+    if let Some(code) = code {
+        set("code", &code.into());
+    }
+    obj.into()
 }
 
 /// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order; `onlineSince`: when the

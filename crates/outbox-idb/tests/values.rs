@@ -623,3 +623,30 @@ async fn an_app_retry_after_ms_with_a_fraction_or_too_large_keeps_its_floor() {
     let next = row("w:huge")["nextAttemptAt"].as_f64().unwrap_or(0.0);
     assert!((9.0e15..9.1e15).contains(&(next - answered)), "{rows}");
 }
+
+/// §15: `classifyHttp` gives every kind of outcome as `JSON.parse` made it of serde's text
+/// before (its keys in that order too): the planner's outcome, written by serde, and the
+/// object, written by `JSON.stringify`, are the same text.
+#[wasm_bindgen_test]
+fn classify_http_gives_each_outcome_as_serde_wrote_it() {
+    let cases = [
+        (201, json!({}), json!({"id": 7, "a": [1, 2.5, null], "z": "x"})),
+        (200, json!({"Idempotent-Replayed": "true"}), json!(null)),
+        (503, json!({"Retry-After": "120"}), json!(null)),
+        (503, json!({"Retry-After": "99999999999999999999"}), json!(null)),
+        (0, json!({}), json!(null)),
+        (401, json!({}), json!(null)),
+        (403, json!({}), json!(null)),
+        (418, json!({}), json!(null)),
+        (412, json!({}), json!({"code": "REVISION_CONFLICT", "actualRevision": "r9"})),
+        (412, json!({}), json!({"code": "REVISION_CONFLICT", "actualRevision": null})),
+    ];
+    for (status, headers, body) in cases {
+        let pairs: Vec<(String, String)> =
+            headers.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned())).collect();
+        let want = outbox_core::classify::classify_http(status, &pairs, &body, outbox_core::Millis(T0 as i64));
+        let out = outbox_idb::classify_http_js(status.into(), obj(headers), to_js(&body), T0.into()).unwrap();
+        let text = String::from(js_sys::JSON::stringify(&out).unwrap());
+        assert_eq!(text, serde_json::to_string(&want).unwrap(), "{status} {body}");
+    }
+}

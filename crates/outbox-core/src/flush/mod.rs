@@ -157,7 +157,7 @@ impl Flush {
     /// rather than draining the owner's queue.
     #[must_use]
     pub fn is_one_answer(&self) -> bool {
-        self.phase == Phase::Answering
+        matches!(self.phase, Phase::Answering)
     }
 
     /// The owner whose rows this flush sends.

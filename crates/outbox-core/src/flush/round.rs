@@ -150,7 +150,7 @@ impl Flush {
             && self.candidates.is_empty()
             && self.requests.is_empty()
             && self.refreshing.is_none();
-        if idle && self.phase == (Phase::Draining { progress: true }) {
+        if idle && matches!(self.phase, Phase::Draining { progress: true }) {
             self.start_round();
         }
     }
