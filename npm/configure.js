@@ -1,7 +1,7 @@
 // Configure once (issue 34): `Outbox.open` takes who the owner is and the ports besides the
 // glue's own options; `flush()` and `ack()` use them, under whatever a call gives itself.
 
-import { invalidArgument } from "./errors.js";
+import { invalidArgument, readArgument } from "./errors.js";
 
 /** The ports a flush and an ack take, configured once at open. */
 const PORT_NAMES = ["prepareSuccessor", "findCreateReceipt", "reconcile"];
@@ -72,9 +72,11 @@ function safely(fn) {
  */
 export function splitOpenOptions(options) {
   if (typeof options !== "object" || options === null) return { openOptions: options, configuration: new Configuration({}) };
-  const openOptions = { ...options };
-  for (const name of CONFIG_NAMES) delete openOptions[name];
-  return { openOptions, configuration: new Configuration(options) };
+  return readArgument("Outbox.open options", () => {
+    const openOptions = { ...options };
+    for (const name of CONFIG_NAMES) delete openOptions[name];
+    return { openOptions, configuration: new Configuration(options) };
+  });
 }
 
 /** `true` when the browser says the network is down (`navigator.onLine === false`). */
@@ -82,11 +84,14 @@ export function browserOffline() {
   return globalThis.navigator?.onLine === false;
 }
 
-/** The fields of `call` that are given (a field set to `undefined` overrides nothing). */
-function givenFields(call) {
+/**
+ * The fields of `call` that are given (a field set to `undefined` overrides nothing), read
+ * once into a plain object; `what` names `call` in errors ("flush options").
+ */
+function givenFields(call, what) {
   if (call === undefined || call === null) return {};
-  if (typeof call !== "object") throw invalidArgument("flush options must be an object");
-  return Object.fromEntries(Object.entries(call).filter(([, v]) => v !== undefined));
+  if (typeof call !== "object") throw invalidArgument(`${what} must be an object`);
+  return readArgument(what, () => Object.fromEntries(Object.entries(call).filter(([, v]) => v !== undefined)));
 }
 
 /** `send` as the glue calls it (`send(op)`), told the lease: `send(op, {leaseMs})`. */
@@ -101,7 +106,7 @@ function toldTheLease(send, leaseMs) {
  * the configured `owner()` says there is nobody to flush for (null or undefined).
  */
 export async function flushOptions(configuration, call) {
-  const own = givenFields(call);
+  const own = givenFields(call, "flush options");
   const options = { ...configuration.ports, send: configuration.send };
   if (globalThis.navigator !== undefined && typeof globalThis.navigator.onLine === "boolean") {
     options.offline = browserOffline();
@@ -122,7 +127,7 @@ export async function flushOptions(configuration, call) {
 
 /** The ports of one `ack`: the configured ones under the call's own. */
 export function ackPorts(configuration, ports) {
-  return { ...configuration.ports, ...givenFields(ports) };
+  return { ...configuration.ports, ...givenFields(ports, "ack ports") };
 }
 
 /** The report of a flush that had nobody to flush for: nothing claimed, nothing sent. */

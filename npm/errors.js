@@ -21,9 +21,42 @@ export function outboxError(code, message, cause) {
   return new OutboxError(code, message, cause === undefined ? undefined : { cause });
 }
 
-/** `INVALID_ARGUMENT` with a message naming the argument. */
-export function invalidArgument(message) {
-  return outboxError("INVALID_ARGUMENT", `tab-outbox: ${message}`);
+/** `INVALID_ARGUMENT` with a message naming the argument (and what was thrown, as `cause`). */
+export function invalidArgument(message, cause) {
+  return outboxError("INVALID_ARGUMENT", `tab-outbox: ${message}`, cause);
+}
+
+/**
+ * `read()`, which reads an object the app gave (spreads it, walks its entries, reads its
+ * fields): a throw meanwhile (a getter, a Proxy's trap, a revoked Proxy) is the app's bad
+ * argument, `INVALID_ARGUMENT` naming `what` ("flush options could not be read: …"), never
+ * the app's own uncoded error (contract §15). The package's own coded errors pass as they are.
+ */
+export function readArgument(what, read) {
+  try {
+    return read();
+  } catch (error) {
+    if (isOutboxError(error)) throw error;
+    throw invalidArgument(`${what} could not be read: ${describe(error)}`, error);
+  }
+}
+
+/** `instanceof OutboxError`, false for a value whose prototype cannot be read (a revoked Proxy). */
+function isOutboxError(value) {
+  try {
+    return value instanceof OutboxError;
+  } catch {
+    return false;
+  }
+}
+
+/** What was thrown, as text: its `message` or `String(it)`, whichever can be read. */
+function describe(thrown) {
+  try {
+    return thrown instanceof Error ? String(thrown.message) : String(thrown);
+  } catch {
+    return "a value that cannot be printed";
+  }
 }
 
 /**

@@ -142,14 +142,14 @@ const glue = {
 // `open` is async, so it can load the module itself. The class stays the glue's own, so
 // `instanceof Outbox` and the methods are unchanged.
 Outbox.open = function open(options) {
-  let split;
+  let split, settings;
   try {
     split = splitOpenOptions(options);
+    settings = autoFlushSettings(split.configuration.autoFlush);
   } catch (error) {
     return Promise.reject(error);
   }
   const { openOptions, configuration } = split;
-  const settings = autoFlushSettings(configuration.autoFlush);
   let resolveScheduler;
   const scheduler = new Promise((resolve) => (resolveScheduler = resolve));
   // In a service worker, `sync` may come before the open resolves (schedule.js).
@@ -195,7 +195,13 @@ Outbox.prototype.flush = async function flush(options) {
 
 /** ack(owner, rowId, ticket, outcome, ports?): the configured ports, under the call's own. */
 Outbox.prototype.ack = function ack(owner, rowId, ticket, outcome, ports) {
-  return glue.ack.call(this, owner, rowId, ticket, outcome, ackPorts(configurationOf(this), ports));
+  let merged;
+  try {
+    merged = ackPorts(configurationOf(this), ports);
+  } catch (error) {
+    return Promise.reject(error); // async: a bad `ports` rejects, as every argument of ack does
+  }
+  return glue.ack.call(this, owner, rowId, ticket, outcome, merged);
 };
 
 /** Calls that may make rows sendable: an auto flush follows them soon. */

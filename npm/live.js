@@ -2,19 +2,24 @@
 // an app store that calls back with fresh records only when they changed, whatever tab or
 // worker changed them.
 
-import { invalidArgument } from "./errors.js";
+import { invalidArgument, readArgument } from "./errors.js";
 
-/** Checks a `subscribe` filter `{stores?, owner?, changes?}`; returns the notice test. */
+/**
+ * Checks a `subscribe` filter `{stores?, owner?, changes?}`; returns the notice test. The
+ * filter is read once, its lists copied: notices are tested against the copies.
+ */
 export function noticeFilter(filter) {
   if (typeof filter !== "object" || filter === null) throw invalidArgument("subscribe takes (callback) or (filter, callback)");
-  const { stores, owner, changes } = filter;
   const list = (value, name) => {
     if (value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === "string"))) {
       throw invalidArgument(`subscribe: \`${name}\` must be an array of strings`);
     }
+    return value === undefined ? undefined : [...value];
   };
-  list(stores, "stores");
-  list(changes, "changes");
+  const { stores, owner, changes } = readArgument("subscribe filter", () => {
+    const { stores, owner, changes } = filter;
+    return { stores: list(stores, "stores"), owner, changes: list(changes, "changes") };
+  });
   if (owner !== undefined && typeof owner !== "string") throw invalidArgument("subscribe: `owner` must be a string");
   return (notice) =>
     (stores === undefined || (notice.records ?? []).some((r) => stores.includes(r.store))) &&

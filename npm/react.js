@@ -2,14 +2,17 @@
 // built on `useSyncExternalStore` as dexie-react-hooks' `useLiveQuery` is. React is an
 // optional peer dependency: only apps importing this module need it.
 import { useMemo, useSyncExternalStore } from "react";
+import { readArgument } from "./errors.js";
 
 /** A query's identity across renders: an `IDBKeyRange` made anew each render is the same query. */
 function queryKey(query) {
   if (query === undefined || query === null) return "";
-  const { index, range } = query;
-  const isRange = typeof IDBKeyRange === "function" && range instanceof IDBKeyRange;
-  const r = isRange ? { lower: range.lower, upper: range.upper, lowerOpen: range.lowerOpen, upperOpen: range.upperOpen } : { key: range };
-  return JSON.stringify([index ?? null, r]);
+  return readArgument("useLiveRecords query", () => {
+    const { index, range } = query;
+    const isRange = typeof IDBKeyRange === "function" && range instanceof IDBKeyRange;
+    const r = isRange ? { lower: range.lower, upper: range.upper, lowerOpen: range.lowerOpen, upperOpen: range.upperOpen } : { key: range };
+    return JSON.stringify([index ?? null, r]);
+  });
 }
 
 /** The external store of one live query: its last records, and how to follow them. */

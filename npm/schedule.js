@@ -6,6 +6,7 @@
 // `offline` and `onlineSince`); only the timing is decided here.
 
 import { browserOffline } from "./configure.js";
+import { readArgument } from "./errors.js";
 
 /** The Background Sync tag `registerSync()` registers and the service worker answers. */
 export const DEFAULT_SYNC_TAG = "tab-outbox";
@@ -20,7 +21,8 @@ export function autoFlushSettings(autoFlush) {
   if (autoFlush === false || autoFlush === undefined || autoFlush === null) return null;
   const given = autoFlush === true ? {} : autoFlush;
   const settings = { ...DEFAULTS, onError: (e) => console.warn("tab-outbox: auto flush failed", e) };
-  for (const [name, value] of Object.entries(given)) if (value !== undefined) settings[name] = value;
+  const entries = readArgument("autoFlush options", () => Object.entries(given));
+  for (const [name, value] of entries) if (value !== undefined) settings[name] = value;
   return settings;
 }
 

@@ -3,7 +3,7 @@
 // body, headers read at send time, every answer classified, and a request that gives up
 // well before its claim's lease ends.
 
-import { invalidArgument } from "./errors.js";
+import { invalidArgument, readArgument } from "./errors.js";
 import { DEFAULT_LEASE_MS } from "./configure.js";
 import { classifyHttp } from "./outbox_idb.js";
 
@@ -16,15 +16,22 @@ const TIMED_OUT = Object.freeze({ type: "transient", code: "TIMEOUT" });
 /** A lookup refused for a lack of credentials: the row is left as it is, asked again later. */
 class NoCredentials extends Error {}
 
-export function httpTransport(config) {
-  if (typeof config !== "object" || config === null || typeof config.url !== "function") {
-    throw invalidArgument("httpTransport needs { url: (op) => string }");
-  }
+export function httpTransport(options) {
+  if (typeof options !== "object" || options === null) throw invalidArgument("httpTransport needs { url: (op) => string }");
+  // Read once, here: a throwing getter or Proxy trap is INVALID_ARGUMENT now, not a failed
+  // send later. The functions are still called on `options` (`this`), as the app wrote them.
+  const config = readArgument("httpTransport options", () => {
+    const { url, fetch, method, body, headers, receiptUrl, timeoutMs } = options;
+    const methods = typeof method === "function" ? method : { ...DEFAULT_METHODS, ...method };
+    return { url, fetch, methods, body, headers, receiptUrl, timeoutMs };
+  });
+  if (typeof config.url !== "function") throw invalidArgument("httpTransport needs { url: (op) => string }");
   const fetchImpl = config.fetch ?? ((...args) => globalThis.fetch(...args));
-  const methodOf = typeof config.method === "function" ? config.method : (op) => ({ ...DEFAULT_METHODS, ...config.method })[op.kind];
+  const { methods } = config;
+  const methodOf = typeof methods === "function" ? methods : (op) => methods[op.kind];
   const bodyOf = config.body ?? ((op) => (op.kind === "delete" ? undefined : op.body));
   /** The app's headers for an owner, read now; `null`: no credentials for that owner. */
-  const appHeaders = async (about) => (config.headers ? await config.headers(about) : {});
+  const appHeaders = async (about) => (config.headers ? await config.headers.call(options, about) : {});
 
   /** Runs `request(signal)`, aborting it after `timeoutMs` or when `outer` aborts. */
   async function withTimeout(timeoutMs, outer, request) {
@@ -57,7 +64,7 @@ export function httpTransport(config) {
         signal.addEventListener("abort", () => (timedOut = true), { once: true });
         const init = { method: methodOf(op), headers, signal };
         if (body !== undefined) init.body = JSON.stringify(body);
-        const res = await fetchImpl(String(config.url(op)), init);
+        const res = await fetchImpl(String(config.url.call(options, op)), init);
         const answer = await res.json().catch(() => null);
         if (timedOut) return TIMED_OUT; // the body was cut off: the answer is unknown
         return classifyHttp(res.status, res.headers, answer);
@@ -75,7 +82,7 @@ export function httpTransport(config) {
       if (headers === null) throw new NoCredentials(`tab-outbox: no credentials for ${owner}: receipt not looked up`);
       const timeoutMs = config.timeoutMs ?? DEFAULT_LEASE_MS / 2;
       return withTimeout(timeoutMs, undefined, async (signal) => {
-        const res = await fetchImpl(String(config.receiptUrl(operationId, owner)), { headers, signal });
+        const res = await fetchImpl(String(config.receiptUrl.call(options, operationId, owner)), { headers, signal });
         if (res.status === 404) return null; // unknown: the intent is blocked, kept
         if (!res.ok) throw new Error(`tab-outbox: receipt lookup answered ${res.status}`); // asked again later
         return res.json();
