@@ -54,6 +54,22 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
     Ok(Some(items))
 }
 
+/// `obj[key]` of an option or argument the app gives (`undefined` when `obj` is no object).
+/// Unlike [`crate::js::get`], a read that throws (a getter, a Proxy's trap, a revoked Proxy)
+/// is the app's bad argument: `INVALID_ARGUMENT` naming `key`, never `undefined` and the
+/// call going on without it (contract §15).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when reading `key` throws.
+#[inline(never)]
+pub fn field(obj: &JsValue, key: &str) -> Result<JsValue> {
+    if !obj.is_object() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    Reflect::get(obj, &key.into())
+        .map_err(|e| OutboxError::invalid(format!("`{key}` could not be read: {}", crate::error::detail(&e))))
+}
+
 /// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when
 /// it is anything else (a string `"false"` would otherwise read as `true`).
 pub fn flag_arg(options: &JsValue, key: &str) -> Option<bool> {

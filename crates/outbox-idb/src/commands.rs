@@ -101,14 +101,9 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
-            let get = |k: &str| {
-                if query.is_object() {
-                    crate::js::get(&query, k)
-                } else {
-                    JsValue::UNDEFINED
-                }
-            };
-            let index = match get("index") {
+            // A read that throws is INVALID_ARGUMENT, never an unbounded read of every record.
+            let get = |k: &str| crate::args::field(&query, k);
+            let index = match get("index")? {
                 i if i.is_undefined() || i.is_null() => None,
                 i => Some(
                     i.as_string()
@@ -116,7 +111,7 @@ impl Outbox {
                         .ok_or_else(|| OutboxError::invalid("`query.index` must be an index name"))?,
                 ),
             };
-            inner.store.read_records(&store, index.as_deref(), &get("range")).await
+            inner.store.read_records(&store, index.as_deref(), &get("range")?).await
         }))
     }
 

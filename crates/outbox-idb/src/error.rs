@@ -91,7 +91,7 @@ impl OutboxError {
     /// `QuotaExceededError` (a full disk or the origin's quota), which the app handles
     /// differently (tell the person, free space) from a failing database.
     pub fn storage(context: &str, cause: &JsValue) -> OutboxError {
-        let detail = crate::js::get(cause, "message").as_string().unwrap_or_else(|| crate::js::text_of(cause));
+        let detail = detail(cause);
         if dom_name(cause).as_deref() == Some("QuotaExceededError") {
             let message =
                 format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");
@@ -123,6 +123,12 @@ impl OutboxError {
     pub fn closed() -> OutboxError {
         OutboxError { code: ErrorCode::Closed, message: "the outbox is closed; open it again".into() }
     }
+}
+
+/// What `cause` (an exception) says: its `message`, or `String(cause)` (a fixed text when
+/// neither can be read).
+pub(crate) fn detail(cause: &JsValue) -> String {
+    crate::js::get(cause, "message").as_string().unwrap_or_else(|| crate::js::text_of(cause))
 }
 
 /// The `name` of a `DOMException` (or any error object), e.g. `"QuotaExceededError"`.

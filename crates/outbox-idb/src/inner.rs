@@ -40,13 +40,14 @@ pub struct Options {
     pub records: Option<AppSchema>,
 }
 
-fn get(obj: &JsValue, key: &str) -> JsValue {
-    crate::js::get(obj, key)
+/// An option the app gives: a read that throws is `INVALID_ARGUMENT` (`args::field`).
+fn get(obj: &JsValue, key: &str) -> Result<JsValue> {
+    crate::args::field(obj, key)
 }
 
 /// An optional function option `key` of `obj` (absent when `obj` is no object).
 pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> {
-    let v = get(obj, key);
+    let v = get(obj, key)?;
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
@@ -54,7 +55,7 @@ pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> 
 }
 
 fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
-    let v = get(obj, key);
+    let v = get(obj, key)?;
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
@@ -92,10 +93,10 @@ impl Options {
         if !v.is_object() {
             return Err(OutboxError::invalid("Outbox.open needs an options object with `dbName`"));
         }
-        let db_name = crate::args::exact_string(&get(v, "dbName")).ok_or_else(|| {
+        let db_name = crate::args::exact_string(&get(v, "dbName")?).ok_or_else(|| {
             OutboxError::invalid("`dbName` must be a non-empty string, well-formed (no lone surrogate)")
         })?;
-        let tab_id = match get(v, "tabId") {
+        let tab_id = match get(v, "tabId")? {
             t if t.is_undefined() || t.is_null() => None,
             t => Some(crate::args::exact_string(&t).ok_or_else(|| {
                 OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)")
@@ -108,7 +109,7 @@ impl Options {
             return Err(OutboxError::invalid("`leaseMs` must be a number from 1 to 3600000 (one hour)"));
         }
         let mut backoff = Backoff::default();
-        let b = get(v, "backoff");
+        let b = get(v, "backoff")?;
         if b.is_object() {
             if let Some(base) = optional_ms(&b, "baseMs", 0)? {
                 backoff.base_ms = base as i64;
@@ -123,7 +124,7 @@ impl Options {
             optional_number(v, "turnWaitMs", 0)?.map_or(DEFAULT_TURN_WAIT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
         let open_timeout_ms = optional_number(v, "openTimeoutMs", 1)?
             .map_or(crate::idb::schema::DEFAULT_OPEN_TIMEOUT_MS, |n| n.min(f64::from(u32::MAX)) as u32);
-        let records = match get(v, "records") {
+        let records = match get(v, "records")? {
             r if r.is_undefined() || r.is_null() => None,
             r => AppSchema::parse(&crate::convert::from_js(&r, "records")?)?,
         };

@@ -34,7 +34,9 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
     if !headers.is_object() {
         return Err(OutboxError::invalid("`headers` must be a Headers or a plain object"));
     }
-    let for_each = Reflect::get(headers, &"forEach".into()).unwrap_or(JsValue::UNDEFINED);
+    // A `forEach` that cannot be read is no reason to read the headers as a plain object.
+    let for_each =
+        Reflect::get(headers, &"forEach".into()).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
     if let Some(f) = for_each.dyn_ref::<Function>() {
         let pairs = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let sink = pairs.clone();

@@ -351,6 +351,62 @@ async fn record_keys_that_throw_while_read_are_invalid_arguments() {
     }
 }
 
+/// §15: a records query whose `index` or `range` cannot be read (a throwing getter, a
+/// revoked Proxy as the query) is INVALID_ARGUMENT — never read as absent, which would
+/// answer every record of the store.
+#[wasm_bindgen_test]
+async fn a_records_query_that_throws_while_read_is_refused_not_unbounded() {
+    quiet_uncaught();
+    let db = db_name("hostile-query");
+    let a = open_todos(&db, "tab-a").await;
+    let put = obj(json!({"writes": [{"store": "todos", "put": {"id": "t1", "title": "x"}}]}));
+    ok(a.enqueue(obj(json!({"owner": "alice", "target": "todo:t1", "kind": "update", "body": {}})), put)).await;
+    let getter = |key: &str, what: &str| expr(&format!("{{ get {key}() {{ throw {what}; }} }}"));
+    let revoked = "(() => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; })()";
+    for query in [getter("range", "1"), getter("index", "1"), getter("range", "new Error('x')"), expr(revoked)] {
+        let got = within(a.records("todos".into(), query), 3_000).await.expect("records() settles");
+        let (code, message) = coded(&got.expect_err("refused, not every record"));
+        assert_eq!(code, "INVALID_ARGUMENT", "{message}");
+        assert!(message.contains("could not be read"), "{message}");
+    }
+    // A plain query is read as before.
+    assert_eq!(ok(a.records("todos".into(), JsValue::UNDEFINED)).await, json!([{"id": "t1", "title": "x"}]));
+}
+
+/// §15: an option of `Outbox.open` whose reading throws (`backoff.baseMs`'s getter, a
+/// revoked `backoff`, `tabId`'s, `now`'s) fails the open with INVALID_ARGUMENT — never an
+/// outbox opened with the default in its place — and creates no database.
+#[wasm_bindgen_test]
+async fn open_options_that_throw_while_read_are_refused() {
+    quiet_uncaught();
+    let db = db_name("hostile-open");
+    let refused = |got: Option<Result<JsValue, JsValue>>, what: &str| {
+        let (code, message) = coded(&got.expect("open settles").expect_err("refused, not opened with a default"));
+        assert_eq!(
+            (code.as_str(), message.contains("could not be read")),
+            ("INVALID_ARGUMENT", true),
+            "{what}: {message}"
+        );
+    };
+    let revoked = "(() => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; })()";
+    for backoff in ["{ get baseMs() { throw 1; } }", "{ capMs: 10, get baseMs() { throw new Error('x'); } }", revoked] {
+        let o = options(&db, "tab-a");
+        set(&o, "backoff", &expr(backoff));
+        refused(within(Outbox::open(o), 3_000).await, backoff);
+    }
+    for own in ["tabId", "now", "leaseMs", "records"] {
+        let o = options(&db, "tab-a");
+        js("o, k", "Object.defineProperty(o, k, { get() { throw 1; } });")
+            .call2(&JsValue::NULL, &o, &own.into())
+            .unwrap();
+        refused(within(Outbox::open(o), 3_000).await, own);
+    }
+    let names =
+        settle(js("", "return indexedDB.databases();").call0(&JsValue::NULL).unwrap().unchecked_into()).await.unwrap();
+    let names: Vec<String> = Array::from(&names).iter().filter_map(|d| get(&d, "name").as_string()).collect();
+    assert!(!names.contains(&db), "no database created: {names:?}");
+}
+
 /// §12: a subscriber that throws a value the console cannot print (in Node, `console.error`
 /// runs its custom inspect function; here `console.error` itself throws) costs nothing:
 /// the enqueue resolves and the other tabs still hear of the change.
