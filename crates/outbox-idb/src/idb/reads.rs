@@ -12,7 +12,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{IdbKeyRange, IdbObjectStore, IdbTransaction};
+use web_sys::{IdbKeyRange, IdbObjectStore, IdbRequest, IdbTransaction};
 
 pub(super) fn object_store(tx: &IdbTransaction) -> Result<IdbObjectStore> {
     tx.object_store(STORE).map_err(|e| OutboxError::storage("object store", &e))
@@ -25,9 +25,19 @@ pub(super) fn owner_range(owner: &str) -> std::result::Result<IdbKeyRange, JsVal
     IdbKeyRange::bound(&at(f64::NEG_INFINITY), &at(f64::INFINITY))
 }
 
+/// A transaction's reads on their way, in the order they were issued.
+pub(super) struct Reads {
+    requests: Vec<IdbRequest>,
+    /// The last request's outcome: IndexedDB runs a transaction's requests in order, so
+    /// when it has settled every request before it has too. One promise for all of them,
+    /// not one each (a flush's write transaction issues about 50 reads: each promise and
+    /// its callbacks cost more than the request itself, issue 35).
+    last: Option<JsFuture>,
+}
+
 /// Issues every scope's read, in order.
-pub(super) fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Vec<JsFuture>> {
-    let mut pending = Vec::with_capacity(scopes.len());
+pub(super) fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Reads> {
+    let mut requests = Vec::with_capacity(scopes.len());
     for scope in scopes {
         let req = match scope {
             Scope::Id(id) => store.get_all_with_key(&JsValue::from_str(id)),
@@ -39,16 +49,27 @@ pub(super) fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Ve
             }
         }
         .map_err(|e| OutboxError::storage("read", &e))?;
-        pending.push(request(&req));
+        requests.push(req);
     }
-    Ok(pending)
+    let last = requests.last().map(request);
+    Ok(Reads { requests, last })
 }
 
-/// The rows the reads `pending` returned, each once.
-pub(super) async fn await_reads(pending: Vec<JsFuture>) -> Result<Vec<Value>> {
+/// The rows the reads returned, each once.
+///
+/// # Errors
+/// `STORAGE` (or `QUOTA`) with the error of the first read that failed: a failed request
+/// aborts its transaction, so the last one fails too.
+pub(super) async fn await_reads(reads: Reads) -> Result<Vec<Value>> {
+    if let Some(last) = reads.last {
+        if let Err(e) = last.await {
+            let first = reads.requests.iter().find_map(|r| r.error().ok().flatten());
+            return Err(OutboxError::storage("read", &first.map_or(e, JsValue::from)));
+        }
+    }
     let mut out = Vec::new();
-    for p in pending {
-        out.extend(values(p.await.map_err(|e| OutboxError::storage("read", &e))?)?);
+    for r in &reads.requests {
+        out.extend(values(r.result().map_err(|e| OutboxError::storage("read", &e))?)?);
     }
     Ok(dedup(out))
 }
