@@ -279,18 +279,19 @@ enum PortCall {
 
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
     // The port calls share one await (one state of this future, not three).
+    let keys = matches!(req, Request::ReadIds { .. });
     let (call_of, port, arg): (_, _, JsValue) = match req {
-        Request::ReadOwner { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
-            let rows = Store::rows_of(read)?;
-            let now = inner.now();
-            inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
-            return Ok(());
-        }
-        Request::ReadIds { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, true)).await?;
-            let ids = Store::ids_of(read);
-            inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
+        // Both reads share one await too.
+        Request::ReadOwner { token, owner } | Request::ReadIds { token, owner } => {
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, keys)).await?;
+            if keys {
+                let ids = Store::ids_of(read);
+                inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
+            } else {
+                let rows = Store::rows_of(read)?;
+                let now = inner.now();
+                inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
+            }
             return Ok(());
         }
         // `run` gathers the writes for its one transaction at a time (`write_together`):
