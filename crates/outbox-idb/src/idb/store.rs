@@ -79,20 +79,22 @@ impl Store {
         durability: Durability,
         app: &AppStores,
     ) -> Result<IdbTransaction> {
-        let db = self.conn.get().await?;
-        let stores = records::scope(&db, STORE, app)?;
-        match begin(&db, &stores, mode, durability) {
-            Ok(tx) => Ok(tx),
-            // The connection was closed under us: by another tab's versionchange (its
-            // handler closes it without telling Rust) or by the browser. Reopen once, with
-            // the same durability; calls racing here share the reopen.
-            Err(e) if dom_name(&e).as_deref() == Some("InvalidStateError") => {
-                self.conn.forget(&db);
-                let db = self.conn.get().await?;
-                let stores = records::scope(&db, STORE, app)?;
-                begin(&db, &stores, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
+        // One await of the connection for the first try and the retry (one state, issue 35).
+        let mut retried = false;
+        loop {
+            let db = self.conn.get().await?;
+            let stores = records::scope(&db, STORE, app)?;
+            match begin(&db, &stores, mode, durability) {
+                Ok(tx) => return Ok(tx),
+                // The connection was closed under us: by another tab's versionchange (its
+                // handler closes it without telling Rust) or by the browser. Reopen once,
+                // with the same durability; calls racing here share the reopen.
+                Err(e) if !retried && dom_name(&e).as_deref() == Some("InvalidStateError") => {
+                    self.conn.forget(&db);
+                    retried = true;
+                }
+                Err(e) => return Err(OutboxError::storage("transaction", &e)),
             }
-            Err(e) => Err(OutboxError::storage("transaction", &e)),
         }
     }
 
