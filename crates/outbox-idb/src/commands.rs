@@ -225,18 +225,19 @@ impl Outbox {
             inner.counters.borrow_mut().record(&outcome);
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
-            let applied = async {
-                let Some(row) = own_row(&inner, &owner, &row_id).await? else {
-                    return Ok(false);
-                };
-                let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
-                opts.backoff = inner.backoff;
-                opts.has_prepare = ports.prepare_successor.is_some();
-                opts.has_find = ports.find_create_receipt.is_some();
-                let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
-                drive(&inner, flush, &ports).await.map(|r| r.applied > 0).map_err(|f| f.error)
-            }
-            .await;
+            // Not an `async` block of its own: no nested future (issue 35).
+            let applied = match own_row(&inner, &owner, &row_id).await {
+                Ok(Some(row)) => {
+                    let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
+                    opts.backoff = inner.backoff;
+                    opts.has_prepare = ports.prepare_successor.is_some();
+                    opts.has_find = ports.find_create_receipt.is_some();
+                    let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
+                    drive(&inner, flush, &ports).await.map(|r| r.applied > 0).map_err(|f| f.error)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            };
             // The app's attempt has its answer, now applied (or not mine, the row gone, or
             // failed): its claim no longer holds the record in this tab (§8). Not before:
             // until the answer is written the row still looks claimable after its lease.
