@@ -67,7 +67,12 @@ impl Outbox {
     /// (default 5000): close or reload that tab, then open again.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
-        promise(Box::pin(async move { Outbox::open_with(options).await.map(JsValue::from) }))
+        // `open_with`'s lines in this body itself: no nested future (issue 35).
+        promise(Box::pin(async move {
+            let opts = Options::parse(&options)?;
+            let store = Store::open_app(&opts.db_name, opts.open_timeout_ms, opts.records.clone()).await?;
+            Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) }.into())
+        }))
     }
 
     /// The IndexedDB database name.
