@@ -85,7 +85,9 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
-            inner.store.read_record(&store, &key).await
+            let app = AppStores::Named(vec![store.clone()]);
+            let read = inner.store.read_one(&app, &|tx| Store::record_request(tx, &store, &key)).await?;
+            Ok(Store::record_of(read))
         }))
     }
 
@@ -111,7 +113,10 @@ impl Outbox {
                         .ok_or_else(|| OutboxError::invalid("`query.index` must be an index name"))?,
                 ),
             };
-            inner.store.read_records(&store, index.as_deref(), &get("range")?).await
+            let range = get("range")?;
+            let app = AppStores::Named(vec![store.clone()]);
+            let issue = |tx: &_| Store::records_request(tx, &store, index.as_deref(), &range);
+            Ok(Store::records_of(inner.store.read_one(&app, &issue).await?))
         }))
     }
 

@@ -98,45 +98,59 @@ impl Store {
         }
     }
 
-    /// The app record under `key` in `store` (`undefined` when there is none).
+    /// `get` of the app record under `key` in `store`, issued in `tx` ([`Store::read_one`]
+    /// over `AppStores::Named(vec![store])`), as [`Store::owner_queue`]; its result is
+    /// [`Store::record_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store the database lacks or a key IndexedDB refuses;
-    /// `STORAGE`, `CLOSED`, `BLOCKED`.
-    pub async fn read_record(self: &Rc<Self>, store: &str, key: &JsValue) -> Result<JsValue> {
-        let app = AppStores::Named(vec![store.to_owned()]);
-        let v = self.read_one(&app, &|tx| app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))).await?;
-        // A stub left by a rekey is no record.
-        Ok(if records::moved_to(&v).is_some() { JsValue::UNDEFINED } else { v })
+    /// `STORAGE`.
+    pub(crate) fn record_request(tx: &IdbTransaction, store: &str, key: &JsValue) -> Result<IdbRequest> {
+        app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))
     }
 
-    /// The app records of `store` (through `index` when given) within `range` (`undefined`
-    /// for all), in key order.
+    /// The app record [`Store::record_request`] read (`undefined` when there is none).
+    pub(crate) fn record_of(v: JsValue) -> JsValue {
+        // A stub left by a rekey is no record.
+        if records::moved_to(&v).is_some() {
+            JsValue::UNDEFINED
+        } else {
+            v
+        }
+    }
+
+    /// `getAll` of the app records of `store` (through `index` when given) within `range`
+    /// (`undefined` for all), issued in `tx` as [`Store::record_request`]; its result, in key
+    /// order, is [`Store::records_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store or index the database lacks or a range IndexedDB
-    /// refuses; `STORAGE`, `CLOSED`, `BLOCKED`.
-    pub async fn read_records(self: &Rc<Self>, store: &str, index: Option<&str>, range: &JsValue) -> Result<JsValue> {
-        let app = AppStores::Named(vec![store.to_owned()]);
-        let all: Array = self
-            .read_one(&app, &|tx| {
-                let os = app_store(tx, store)?;
-                match index {
-                    Some(i) => os
-                        .index(i)
-                        .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
-                        .get_all_with_key(range),
-                    None => os.get_all_with_key(range),
-                }
-                .map_err(|e| key_refused(&e))
-            })
-            .await?
-            .unchecked_into();
+    /// refuses; `STORAGE`.
+    pub(crate) fn records_request(
+        tx: &IdbTransaction,
+        store: &str,
+        index: Option<&str>,
+        range: &JsValue,
+    ) -> Result<IdbRequest> {
+        let os = app_store(tx, store)?;
+        match index {
+            Some(i) => os
+                .index(i)
+                .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
+                .get_all_with_key(range),
+            None => os.get_all_with_key(range),
+        }
+        .map_err(|e| key_refused(&e))
+    }
+
+    /// The app records [`Store::records_request`] read, stubs left by rekeys left out.
+    pub(crate) fn records_of(all: JsValue) -> JsValue {
+        let all: Array = all.unchecked_into();
         let records = Array::new();
         for v in all.iter().filter(|v| records::moved_to(v).is_none()) {
             records.push(&v);
         }
-        Ok(records.into())
+        records.into()
     }
 
     /// Every stored value (rows of every owner and undecodable ones).
