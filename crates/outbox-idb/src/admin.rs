@@ -43,7 +43,8 @@ impl Outbox {
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let Some(row) = own_row(&seen, &owner) else {
                 return Ok(JsValue::FALSE);
             };
             if let Some(b) = &body {

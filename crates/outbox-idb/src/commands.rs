@@ -231,7 +231,8 @@ impl Outbox {
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
             // Not an `async` block of its own: no nested future (issue 35).
-            let applied = match own_row(&inner, &owner, &row_id).await {
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await;
+            let applied = match seen.map(|seen| own_row(&seen, &owner)) {
                 Ok(Some(row)) => {
                     let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
                     opts.backoff = inner.backoff;

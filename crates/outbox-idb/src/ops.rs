@@ -32,14 +32,11 @@ pub async fn with_records<'a>(
     Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
 }
 
-/// The decodable row `id` of `owner`, as stored now (read outside any write).
-pub async fn own_row(
-    inner: &crate::inner::Inner,
-    owner: &str,
-    id: &str,
-) -> Result<Option<outbox_core::Row>, OutboxError> {
-    let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
-    Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
+/// The decodable row of `owner` in `seen`, a read of one row's `Id` scope (outside any
+/// write). A plain function: the callers await the read themselves, no future of its own
+/// (issue 35).
+pub fn own_row(seen: &[Value], owner: &str) -> Option<outbox_core::Row> {
+    seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner)
 }
 
 /// Plans a change of all of one owner's rows; also says how many rows it changes.
