@@ -18,11 +18,7 @@ impl Outbox {
     /// Held rows of `owner` back to queued after a new login; resolves with their number.
     #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
     pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(Box::pin(async move {
-            let n = owner_wide(&inner, &owner, "resumeHeld", plan_resume_held).await?;
-            Ok(JsValue::from(n as u32))
-        }))
+        promise(owner_wide(self.inner.clone(), owner, "resumeHeld", plan_resume_held))
     }
 
     /// Re-issues a blocked row under a new operation id (SPEC §7), with `body` replacing its
@@ -113,10 +109,6 @@ impl Outbox {
     /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
     #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
     pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(Box::pin(async move {
-            let n = owner_wide(&inner, &owner, "purgeOwner", plan_purge_owner).await?;
-            Ok(JsValue::from(n as u32))
-        }))
+        promise(owner_wide(self.inner.clone(), owner, "purgeOwner", plan_purge_owner))
     }
 }

@@ -7,8 +7,11 @@ use crate::error::OutboxError;
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort};
 use crate::idb::{Durability, Store};
+use crate::inner::Inner;
+use crate::outbox::Call;
 use outbox_core::{decode, ReplaceOutcome, Scope};
 use serde_json::Value;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 /// One strict replace over `scopes` with the app's record `writes`, which commit only if
@@ -43,28 +46,28 @@ pub fn own_row(seen: &[Value], owner: &str) -> Option<outbox_core::Row> {
 pub type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, usize)>;
 
 /// An owner-wide change (`resumeHeld`, `purgeOwner`): read the owner's queue, plan, then
-/// re-plan inside one strict transaction over the rows the first plan named.
-pub async fn owner_wide(
-    inner: &std::rc::Rc<crate::inner::Inner>,
-    owner: &JsValue,
-    what: &str,
-    planner: OwnerPlanner,
-) -> Result<usize, OutboxError> {
-    inner.check_open()?;
-    let owner = owner_arg(owner)?;
-    let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
-    let rows = Store::rows_of(read)?;
-    let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
-    let mut n = 0;
-    let plan: Planner<'_> = Box::new(|cur| {
-        let (plan, count) = planner(&owner, cur)?;
-        n = count;
-        Some(plan)
-    });
-    // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
-    inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &RecordPort::default(), &[]).await?;
-    if n > 0 {
-        inner.notifier.changed(what, Some(&owner));
-    }
-    Ok(n)
+/// re-plan inside one strict transaction over the rows the first plan named. The call's
+/// body itself, resolving with the number of rows changed: no wrapper future per command
+/// (issue 35).
+pub fn owner_wide(inner: Rc<Inner>, owner: JsValue, what: &'static str, planner: OwnerPlanner) -> Call {
+    Box::pin(async move {
+        inner.check_open()?;
+        let owner = owner_arg(&owner)?;
+        let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+        let rows = Store::rows_of(read)?;
+        let Some((first, _)) = planner(&owner, &rows) else { return Ok(JsValue::from(0_u32)) };
+        let mut n = 0;
+        let plan: Planner<'_> = Box::new(|cur| {
+            let (plan, count) = planner(&owner, cur)?;
+            n = count;
+            Some(plan)
+        });
+        // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
+        let port = RecordPort::default();
+        inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &port, &[]).await?;
+        if n > 0 {
+            inner.notifier.changed(what, Some(&owner));
+        }
+        Ok(JsValue::from(n as u32))
+    })
 }
