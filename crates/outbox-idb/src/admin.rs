@@ -4,7 +4,8 @@
 
 use crate::args::{id_arg, owner_arg, writes_arg};
 use crate::convert::from_js;
-use crate::ops::{own_row, owner_wide, with_records};
+use crate::idb::Durability;
+use crate::ops::{committed, own_row, owner_wide, with_records};
 use crate::outbox::{promise, Outbox};
 use js_sys::Promise;
 use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
@@ -49,15 +50,15 @@ impl Outbox {
             let new_id = crate::ids::new_id();
             let records = row_records(&writes, &row.target);
             let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
-            let (ok, changed) = with_records(
-                &inner,
+            let (items, port) = with_records(
                 scopes,
                 records,
                 Box::new(|cur| plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)),
-            )
-            .await?;
+            );
+            let done = inner.store.transact_records(items, Durability::Strict, &port, &[]).await?;
+            let ok = committed(&done);
             if ok {
-                inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
+                inner.notifier.changed_records("retryBlocked", Some(&owner), &done.changed);
             }
             Ok(JsValue::from_bool(ok))
         }))
@@ -92,15 +93,15 @@ impl Outbox {
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;
-            let (ok, changed) = with_records(
-                &inner,
+            let (items, port) = with_records(
                 vec![Scope::Id(row_id.clone())],
                 row_records(&writes, &target),
                 Box::new(|cur| plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()),
-            )
-            .await?;
+            );
+            let done = inner.store.transact_records(items, Durability::Strict, &port, &[]).await?;
+            let ok = committed(&done);
             if ok {
-                inner.notifier.changed_records("discard", owner.as_deref(), &changed);
+                inner.notifier.changed_records("discard", owner.as_deref(), &done.changed);
             }
             Ok(JsValue::from_bool(ok))
         }))

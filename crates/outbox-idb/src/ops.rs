@@ -3,9 +3,8 @@
 //! an owner-wide change planned twice.
 
 use crate::args::owner_arg;
-use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::replace::{Planner, RecordPort};
+use crate::idb::replace::{Planner, RecordPort, Transacted};
 use crate::idb::{Durability, Store};
 use crate::inner::Inner;
 use crate::outbox::Call;
@@ -15,24 +14,26 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 /// One strict replace over `scopes` with the app's record `writes`, which commit only if
-/// the replace does. Returns whether it committed and the records it changed.
-///
-/// The planner comes boxed: one copy of this future for every caller, not one per closure
-/// type (issue 35).
-pub async fn with_records<'a>(
-    inner: &'a crate::inner::Inner,
+/// the replace does: what its callers give [`Store::transact_records`] (with
+/// [`Durability::Strict`]); whether it committed is [`committed`]. A plain function: the
+/// callers await the transaction themselves, no future of its own (issue 35).
+pub fn with_records<'a>(
     scopes: Vec<Scope>,
     writes: Vec<outbox_core::records::RecordWrite>,
     planner: Planner<'a>,
-) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
+) -> (Vec<(Vec<Scope>, Planner<'a>)>, RecordPort<'a>) {
     let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
     let planner: Planner<'_> = Box::new(move |cur| {
         let mut plan = planner(cur)?;
         plan.records = writes;
         Some(plan)
     });
-    let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &[]).await?;
-    Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
+    (vec![(scopes, planner)], port)
+}
+
+/// Whether the one replace of a transaction committed.
+pub fn committed(done: &Transacted) -> bool {
+    done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed))
 }
 
 /// The decodable row of `owner` in `seen`, a read of one row's `Id` scope (outside any
