@@ -207,10 +207,23 @@ async fn write_together(
     let mut results = Vec::with_capacity(writes.len());
     let mut alone = false;
     let mut failed = None;
+    let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
+    let port = RecordPort {
+        stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
+        reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
+    };
     while results.len() < writes.len() {
         let part = if alone { &writes[results.len()..=results.len()] } else { &writes[..] };
-        match transact(&inner, &flush, &ports, &owner, part).await {
-            Ok(r) => results.extend(r),
+        // One readwrite transaction over `part`, awaited here (no future of its own, issue
+        // 35), announced if it changed something.
+        let items = planners(&inner, &flush, part);
+        match inner.store.transact_records(items, Durability::Default, &port, &[]).await {
+            Ok(done) => {
+                if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
+                    inner.notifier.changed_records("flush", Some(&owner), &done.changed);
+                }
+                results.extend(done.outcomes);
+            }
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
             Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
                 crate::idb::replace::warn_reconcile_failed(&e.message);
@@ -240,15 +253,12 @@ async fn write_together(
     failed.map_or(Ok(()), Err)
 }
 
-/// One readwrite transaction over `writes` (see [`write_together`]), announced if it
-/// changed something.
-async fn transact(
+/// The planners of `writes`, for one readwrite transaction (see [`write_together`]).
+fn planners<'a>(
     inner: &Rc<Inner>,
     flush: &Rc<RefCell<Flush>>,
-    ports: &Ports,
-    owner: &str,
     writes: &[(Token, Vec<Scope>)],
-) -> Result<Vec<Option<ReplaceOutcome>>> {
+) -> Vec<(Vec<Scope>, Planner<'a>)> {
     let now = inner.now();
     // A loop, not a `collect`: no extend code of its own for this iterator (issue 35).
     let mut items: Vec<(Vec<Scope>, Planner<'_>)> = Vec::with_capacity(writes.len());
@@ -258,16 +268,7 @@ async fn transact(
             Box::new(move |current: &[serde_json::Value]| flush.borrow_mut().plan(token, current, now, &mut &*inner));
         items.push((scopes.clone(), planner));
     }
-    let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
-    let port = RecordPort {
-        stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
-        reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
-    };
-    let done = inner.store.transact_records(items, Durability::Default, &port, &[]).await?;
-    if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
-        inner.notifier.changed_records("flush", Some(owner), &done.changed);
-    }
-    Ok(done.outcomes)
+    items
 }
 
 /// Which port a request calls, and its token: what handling the answer needs.
