@@ -87,10 +87,10 @@ fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<Record
     Ok(answer_records(&inputs, r))
 }
 
-/// Calls an app function with one argument and awaits its result if it is a promise.
-async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsValue> {
-    let ret = f.call1(&JsValue::NULL, arg)?;
-    JsFuture::from(crate::js::own_promise(&ret)?).await
+/// Calls an app function with one argument: its result as a promise (awaited by the
+/// caller: no future of its own, issue 35).
+fn call(f: &Function, arg: &JsValue) -> std::result::Result<Promise, JsValue> {
+    crate::js::own_promise(&f.call1(&JsValue::NULL, arg)?)
 }
 
 /// A flush that failed part way, and what it had done until then: the answers it applied
@@ -316,7 +316,10 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     };
     // `None`: the app gave no such port.
     let answer = match port {
-        Some(f) => Some(call(f, &arg).await),
+        Some(f) => Some(match call(f, &arg) {
+            Ok(p) => JsFuture::from(p).await,
+            Err(e) => Err(e),
+        }),
         None => None,
     };
     match call_of {
