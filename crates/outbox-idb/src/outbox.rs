@@ -70,7 +70,8 @@ impl Outbox {
         // `open_with`'s lines in this body itself: no nested future (issue 35).
         promise(Box::pin(async move {
             let opts = Options::parse(&options)?;
-            let store = Store::open_app(&opts.db_name, opts.open_timeout_ms, opts.records.clone()).await?;
+            let store = Store::new_app(&opts.db_name, opts.open_timeout_ms, opts.records.clone());
+            store.connect().await?;
             Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) }.into())
         }))
     }

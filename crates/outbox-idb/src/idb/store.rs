@@ -50,10 +50,24 @@ impl Store {
     /// # Errors
     /// As [`Store::open_with`]; `SCHEMA_NEWER` when the database holds a newer app schema.
     pub async fn open_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Result<Rc<Store>> {
-        let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
-        let store = Rc::new(Store { name: name.to_owned(), conn });
-        store.conn.get().await?;
+        let store = Store::new_app(name, open_timeout_ms, app);
+        store.connect().await?;
         Ok(store)
+    }
+
+    /// [`Store::open_app`] in two steps, for a caller that awaits the open itself (no future
+    /// of its own, issue 35): the store, not opened yet, then [`Store::connect`].
+    pub(crate) fn new_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Rc<Store> {
+        let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
+        Rc::new(Store { name: name.to_owned(), conn })
+    }
+
+    /// Opens the connection now (see [`Store::open_app`]).
+    ///
+    /// # Errors
+    /// As [`Store::open_app`].
+    pub(crate) fn connect(&self) -> impl std::future::Future<Output = Result<web_sys::IdbDatabase>> + '_ {
+        self.conn.get()
     }
 
     /// The database name.
