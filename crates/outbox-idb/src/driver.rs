@@ -119,63 +119,65 @@ impl From<Failed> for JsValue {
 pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::result::Result<FlushReport, Failed> {
     let id = flush.id();
     let flush = Rc::new(RefCell::new(flush));
-    let result = run(inner, &flush, ports).await;
+    // The flush's loop, in this body itself (no future of its own, issue 35); its jobs are
+    // dropped at the end of this block, before the flush's records are freed.
+    let result = {
+        let owner = flush.borrow().owner().to_owned();
+        let mut running = Jobs::default();
+        // Writes asked for while the flush's transaction runs wait for it and then go together
+        // in the next one (group commit): a transaction per moment, not per answer, however the
+        // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
+        // store at a time anyway, so waiting costs nothing.
+        let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
+        // A write transaction (or the microtask before it) is under way.
+        let mut writing = false;
+        let mut ticked = false;
+        loop {
+            let mut sent = false;
+            while let Some(req) = flush.borrow_mut().poll_request() {
+                match req {
+                    Request::Write { token, scopes } => waiting.push((token, scopes)),
+                    other => {
+                        sent |= matches!(other, Request::Send { .. });
+                        running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
+                    }
+                }
+            }
+            if !writing && !waiting.is_empty() {
+                writing = true;
+                if sent && !ticked {
+                    // Sends just made may answer at once (a `send` that answers from memory, a
+                    // cache): one microtask later their answers' writes share this transaction
+                    // rather than wait for the next.
+                    // (Made when first polled, after those sends: its microtask comes after theirs.)
+                    ticked = true;
+                    running.push(true, Box::pin(tick()));
+                } else {
+                    ticked = false;
+                    let writes = std::mem::take(&mut waiting);
+                    running.push(
+                        true,
+                        Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
+                    );
+                }
+            }
+            if running.is_empty() {
+                break Ok(());
+            }
+            // Every result that is in by now, so that the writes they ask for share one
+            // transaction (answers of one claim batch tend to arrive together).
+            match std::future::poll_fn(|cx| running.poll_woken(cx)).await {
+                Ok(ended) => writing &= !ended,
+                Err(e) => break Err(e),
+            }
+        }
+    };
     inner.outstanding.with(|o| o.end(id));
     let report = flush.borrow().report().clone();
     match result {
         Ok(()) => Ok(report),
         Err(error) => Err(Failed { error, report }),
     }
-}
-
-async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
-    let owner = flush.borrow().owner().to_owned();
-    let mut running = Jobs::default();
-    // Writes asked for while the flush's transaction runs wait for it and then go together
-    // in the next one (group commit): a transaction per moment, not per answer, however the
-    // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
-    // store at a time anyway, so waiting costs nothing.
-    let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
-    // A write transaction (or the microtask before it) is under way.
-    let mut writing = false;
-    let mut ticked = false;
-    loop {
-        let mut sent = false;
-        while let Some(req) = flush.borrow_mut().poll_request() {
-            match req {
-                Request::Write { token, scopes } => waiting.push((token, scopes)),
-                other => {
-                    sent |= matches!(other, Request::Send { .. });
-                    running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
-                }
-            }
-        }
-        if !writing && !waiting.is_empty() {
-            writing = true;
-            if sent && !ticked {
-                // Sends just made may answer at once (a `send` that answers from memory, a
-                // cache): one microtask later their answers' writes share this transaction
-                // rather than wait for the next.
-                // (Made when first polled, after those sends: its microtask comes after theirs.)
-                ticked = true;
-                running.push(true, Box::pin(tick()));
-            } else {
-                ticked = false;
-                let writes = std::mem::take(&mut waiting);
-                running.push(
-                    true,
-                    Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
-                );
-            }
-        }
-        if running.is_empty() {
-            break;
-        }
-        // Every result that is in by now, so that the writes they ask for share one
-        // transaction (answers of one claim batch tend to arrive together).
-        writing &= !std::future::poll_fn(|cx| running.poll_woken(cx)).await?;
-    }
-    Ok(())
 }
 
 /// One microtask: the jobs made before it that answer at once have answered.
