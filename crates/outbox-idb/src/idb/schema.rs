@@ -81,13 +81,13 @@ pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 /// (or `QUOTA`) when IndexedDB refuses. A database a newer version upgraded past ours is
 /// opened at its own version as long as it has our store. `SCHEMA_NEWER` and
 /// `SCHEMA_MISMATCH` when `app` does not fit the database (nothing opened or changed).
-pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
+pub async fn open(name: String, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
     let version = app.as_ref().map_or(SCHEMA_VERSION, |a| a.db_version(SCHEMA_VERSION));
     // Each request awaited by `wait` itself: no future of its own (issue 35).
-    let db = match wait(request(name, Some(version)), timeout_ms, upgrade_of(app.clone())).await {
+    let db = match wait(request(&name, Some(version)), timeout_ms, upgrade_of(app.clone())).await {
         Ok(db) => db,
         Err(OpenError::Version) => {
-            let db = wait(request(name, None), timeout_ms, upgrade_of(None)).await.map_err(|e| match e {
+            let db = wait(request(&name, None), timeout_ms, upgrade_of(None)).await.map_err(|e| match e {
                 OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
                 OpenError::Other(e) => e,
             })?;
