@@ -4,7 +4,8 @@
 
 use crate::args::{id_arg, owner_arg, writes_arg};
 use crate::convert::from_js;
-use crate::ops::{own_row, owner_wide, with_records};
+use crate::idb::Durability;
+use crate::ops::{committed, own_row, owner_wide, with_records};
 use crate::outbox::{promise, Outbox};
 use js_sys::Promise;
 use outbox_core::admin::{plan_discard, plan_purge_owner, plan_resume_held, plan_retry_blocked};
@@ -18,11 +19,7 @@ impl Outbox {
     /// Held rows of `owner` back to queued after a new login; resolves with their number.
     #[wasm_bindgen(js_name = resumeHeld, unchecked_return_type = "Promise<number>")]
     pub fn resume_held(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(Box::pin(async move {
-            let n = owner_wide(&inner, &owner, "resumeHeld", plan_resume_held).await?;
-            Ok(JsValue::from(n as u32))
-        }))
+        promise(owner_wide(self.inner.clone(), owner, "resumeHeld", plan_resume_held))
     }
 
     /// Re-issues a blocked row under a new operation id (SPEC §7), with `body` replacing its
@@ -43,7 +40,8 @@ impl Outbox {
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let Some(row) = own_row(&inner, &owner, &row_id).await? else {
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let Some(row) = own_row(&seen, &owner) else {
                 return Ok(JsValue::FALSE);
             };
             if let Some(b) = &body {
@@ -52,15 +50,15 @@ impl Outbox {
             let new_id = crate::ids::new_id();
             let records = row_records(&writes, &row.target);
             let scopes = vec![Scope::Id(row_id.clone()), row.scope()];
-            let (ok, changed) = with_records(
-                &inner,
+            let (items, port) = with_records(
                 scopes,
                 records,
                 Box::new(|cur| plan_retry_blocked(&owner, &row_id, body.as_ref(), cur, &new_id)),
-            )
-            .await?;
+            );
+            let done = inner.store.transact_records(items, Durability::Strict, &port, &[]).await?;
+            let ok = committed(&done);
             if ok {
-                inner.notifier.changed_records("retryBlocked", Some(&owner), &changed);
+                inner.notifier.changed_records("retryBlocked", Some(&owner), &done.changed);
             }
             Ok(JsValue::from_bool(ok))
         }))
@@ -95,15 +93,15 @@ impl Outbox {
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;
-            let (ok, changed) = with_records(
-                &inner,
+            let (items, port) = with_records(
                 vec![Scope::Id(row_id.clone())],
                 row_records(&writes, &target),
                 Box::new(|cur| plan_discard(owner.as_deref(), find(cur, &row_id), now, lease).ok()),
-            )
-            .await?;
+            );
+            let done = inner.store.transact_records(items, Durability::Strict, &port, &[]).await?;
+            let ok = committed(&done);
             if ok {
-                inner.notifier.changed_records("discard", owner.as_deref(), &changed);
+                inner.notifier.changed_records("discard", owner.as_deref(), &done.changed);
             }
             Ok(JsValue::from_bool(ok))
         }))
@@ -112,10 +110,6 @@ impl Outbox {
     /// Removes every decodable row of `owner` (e.g. at logout); undecodable rows are kept.
     #[wasm_bindgen(js_name = purgeOwner, unchecked_return_type = "Promise<number>")]
     pub fn purge_owner(&self, #[wasm_bindgen(unchecked_param_type = "string")] owner: JsValue) -> Promise {
-        let inner = self.inner.clone();
-        promise(Box::pin(async move {
-            let n = owner_wide(&inner, &owner, "purgeOwner", plan_purge_owner).await?;
-            Ok(JsValue::from(n as u32))
-        }))
+        promise(owner_wide(self.inner.clone(), owner, "purgeOwner", plan_purge_owner))
     }
 }

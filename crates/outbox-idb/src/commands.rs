@@ -85,7 +85,9 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
-            inner.store.read_record(&store, &key).await
+            let app = AppStores::Named(vec![store.clone()]);
+            let read = inner.store.read_one(&app, &|tx| Store::record_request(tx, &store, &key)).await?;
+            Ok(Store::record_of(read))
         }))
     }
 
@@ -111,7 +113,10 @@ impl Outbox {
                         .ok_or_else(|| OutboxError::invalid("`query.index` must be an index name"))?,
                 ),
             };
-            inner.store.read_records(&store, index.as_deref(), &get("range")?).await
+            let range = get("range")?;
+            let app = AppStores::Named(vec![store.clone()]);
+            let issue = |tx: &_| Store::records_request(tx, &store, index.as_deref(), &range);
+            Ok(Store::records_of(inner.store.read_one(&app, &issue).await?))
         }))
     }
 
@@ -225,18 +230,20 @@ impl Outbox {
             inner.counters.borrow_mut().record(&outcome);
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
-            let applied = async {
-                let Some(row) = own_row(&inner, &owner, &row_id).await? else {
-                    return Ok(false);
-                };
-                let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
-                opts.backoff = inner.backoff;
-                opts.has_prepare = ports.prepare_successor.is_some();
-                opts.has_find = ports.find_create_receipt.is_some();
-                let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
-                drive(&inner, flush, &ports).await.map(|r| r.applied > 0).map_err(|f| f.error)
-            }
-            .await;
+            // Not an `async` block of its own: no nested future (issue 35).
+            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await;
+            let applied = match seen.map(|seen| own_row(&seen, &owner)) {
+                Ok(Some(row)) => {
+                    let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
+                    opts.backoff = inner.backoff;
+                    opts.has_prepare = ports.prepare_successor.is_some();
+                    opts.has_find = ports.find_create_receipt.is_some();
+                    let flush = inner.outstanding.with(|o| Flush::for_answer(opts, row, ticket, outcome, o));
+                    drive(&inner, flush, &ports).await.map(|r| r.applied > 0).map_err(|f| f.error)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            };
             // The app's attempt has its answer, now applied (or not mine, the row gone, or
             // failed): its claim no longer holds the record in this tab (§8). Not before:
             // until the answer is written the row still looks claimable after its lease.

@@ -87,10 +87,10 @@ fn call_reconcile(f: &Function, r: &Reconcile) -> std::result::Result<Vec<Record
     Ok(answer_records(&inputs, r))
 }
 
-/// Calls an app function with one argument and awaits its result if it is a promise.
-async fn call(f: &Function, arg: &JsValue) -> std::result::Result<JsValue, JsValue> {
-    let ret = f.call1(&JsValue::NULL, arg)?;
-    JsFuture::from(crate::js::own_promise(&ret)?).await
+/// Calls an app function with one argument: its result as a promise (awaited by the
+/// caller: no future of its own, issue 35).
+fn call(f: &Function, arg: &JsValue) -> std::result::Result<Promise, JsValue> {
+    crate::js::own_promise(&f.call1(&JsValue::NULL, arg)?)
 }
 
 /// A flush that failed part way, and what it had done until then: the answers it applied
@@ -119,63 +119,65 @@ impl From<Failed> for JsValue {
 pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::result::Result<FlushReport, Failed> {
     let id = flush.id();
     let flush = Rc::new(RefCell::new(flush));
-    let result = run(inner, &flush, ports).await;
+    // The flush's loop, in this body itself (no future of its own, issue 35); its jobs are
+    // dropped at the end of this block, before the flush's records are freed.
+    let result = {
+        let owner = flush.borrow().owner().to_owned();
+        let mut running = Jobs::default();
+        // Writes asked for while the flush's transaction runs wait for it and then go together
+        // in the next one (group commit): a transaction per moment, not per answer, however the
+        // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
+        // store at a time anyway, so waiting costs nothing.
+        let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
+        // A write transaction (or the microtask before it) is under way.
+        let mut writing = false;
+        let mut ticked = false;
+        loop {
+            let mut sent = false;
+            while let Some(req) = flush.borrow_mut().poll_request() {
+                match req {
+                    Request::Write { token, scopes } => waiting.push((token, scopes)),
+                    other => {
+                        sent |= matches!(other, Request::Send { .. });
+                        running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
+                    }
+                }
+            }
+            if !writing && !waiting.is_empty() {
+                writing = true;
+                if sent && !ticked {
+                    // Sends just made may answer at once (a `send` that answers from memory, a
+                    // cache): one microtask later their answers' writes share this transaction
+                    // rather than wait for the next.
+                    // (Made when first polled, after those sends: its microtask comes after theirs.)
+                    ticked = true;
+                    running.push(true, Box::pin(tick()));
+                } else {
+                    ticked = false;
+                    let writes = std::mem::take(&mut waiting);
+                    running.push(
+                        true,
+                        Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
+                    );
+                }
+            }
+            if running.is_empty() {
+                break Ok(());
+            }
+            // Every result that is in by now, so that the writes they ask for share one
+            // transaction (answers of one claim batch tend to arrive together).
+            match std::future::poll_fn(|cx| running.poll_woken(cx)).await {
+                Ok(ended) => writing &= !ended,
+                Err(e) => break Err(e),
+            }
+        }
+    };
     inner.outstanding.with(|o| o.end(id));
     let report = flush.borrow().report().clone();
     match result {
         Ok(()) => Ok(report),
         Err(error) => Err(Failed { error, report }),
     }
-}
-
-async fn run(inner: &Rc<Inner>, flush: &Rc<RefCell<Flush>>, ports: &Ports) -> Result<()> {
-    let owner = flush.borrow().owner().to_owned();
-    let mut running = Jobs::default();
-    // Writes asked for while the flush's transaction runs wait for it and then go together
-    // in the next one (group commit): a transaction per moment, not per answer, however the
-    // answers of real sends trickle in. IndexedDB runs one readwrite transaction on the
-    // store at a time anyway, so waiting costs nothing.
-    let mut waiting: Vec<(Token, Vec<Scope>)> = Vec::new();
-    // A write transaction (or the microtask before it) is under way.
-    let mut writing = false;
-    let mut ticked = false;
-    loop {
-        let mut sent = false;
-        while let Some(req) = flush.borrow_mut().poll_request() {
-            match req {
-                Request::Write { token, scopes } => waiting.push((token, scopes)),
-                other => {
-                    sent |= matches!(other, Request::Send { .. });
-                    running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
-                }
-            }
-        }
-        if !writing && !waiting.is_empty() {
-            writing = true;
-            if sent && !ticked {
-                // Sends just made may answer at once (a `send` that answers from memory, a
-                // cache): one microtask later their answers' writes share this transaction
-                // rather than wait for the next.
-                // (Made when first polled, after those sends: its microtask comes after theirs.)
-                ticked = true;
-                running.push(true, Box::pin(tick()));
-            } else {
-                ticked = false;
-                let writes = std::mem::take(&mut waiting);
-                running.push(
-                    true,
-                    Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
-                );
-            }
-        }
-        if running.is_empty() {
-            break;
-        }
-        // Every result that is in by now, so that the writes they ask for share one
-        // transaction (answers of one claim batch tend to arrive together).
-        writing &= !std::future::poll_fn(|cx| running.poll_woken(cx)).await?;
-    }
-    Ok(())
 }
 
 /// One microtask: the jobs made before it that answer at once have answered.
@@ -207,10 +209,23 @@ async fn write_together(
     let mut results = Vec::with_capacity(writes.len());
     let mut alone = false;
     let mut failed = None;
+    let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
+    let port = RecordPort {
+        stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
+        reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
+    };
     while results.len() < writes.len() {
         let part = if alone { &writes[results.len()..=results.len()] } else { &writes[..] };
-        match transact(&inner, &flush, &ports, &owner, part).await {
-            Ok(r) => results.extend(r),
+        // One readwrite transaction over `part`, awaited here (no future of its own, issue
+        // 35), announced if it changed something.
+        let items = planners(&inner, &flush, part);
+        match inner.store.transact_records(items, Durability::Default, &port, &[]).await {
+            Ok(done) => {
+                if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
+                    inner.notifier.changed_records("flush", Some(&owner), &done.changed);
+                }
+                results.extend(done.outcomes);
+            }
             Err(e) if e.code == ErrorCode::InvalidArgument && part.len() > 1 => alone = true,
             Err(e) if e.code == ErrorCode::InvalidArgument && !flush.borrow().is_one_answer() => {
                 crate::idb::replace::warn_reconcile_failed(&e.message);
@@ -240,15 +255,12 @@ async fn write_together(
     failed.map_or(Ok(()), Err)
 }
 
-/// One readwrite transaction over `writes` (see [`write_together`]), announced if it
-/// changed something.
-async fn transact(
+/// The planners of `writes`, for one readwrite transaction (see [`write_together`]).
+fn planners<'a>(
     inner: &Rc<Inner>,
     flush: &Rc<RefCell<Flush>>,
-    ports: &Ports,
-    owner: &str,
     writes: &[(Token, Vec<Scope>)],
-) -> Result<Vec<Option<ReplaceOutcome>>> {
+) -> Vec<(Vec<Scope>, Planner<'a>)> {
     let now = inner.now();
     // A loop, not a `collect`: no extend code of its own for this iterator (issue 35).
     let mut items: Vec<(Vec<Scope>, Planner<'_>)> = Vec::with_capacity(writes.len());
@@ -258,16 +270,7 @@ async fn transact(
             Box::new(move |current: &[serde_json::Value]| flush.borrow_mut().plan(token, current, now, &mut &*inner));
         items.push((scopes.clone(), planner));
     }
-    let reconcile = ports.reconcile.as_ref().map(|f| move |r: &Reconcile| call_reconcile(f, r));
-    let port = RecordPort {
-        stores: if reconcile.is_some() { AppStores::All } else { AppStores::None },
-        reconcile: reconcile.as_ref().map(|f| f as &ReconcileFn<'_>),
-    };
-    let done = inner.store.transact_records(items, Durability::Default, &port, &[]).await?;
-    if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
-        inner.notifier.changed_records("flush", Some(owner), &done.changed);
-    }
-    Ok(done.outcomes)
+    items
 }
 
 /// Which port a request calls, and its token: what handling the answer needs.
@@ -279,21 +282,22 @@ enum PortCall {
 
 async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
     // The port calls share one await (one state of this future, not three).
+    let keys = matches!(req, Request::ReadIds { .. });
     let (call_of, port, arg): (_, _, JsValue) = match req {
-        Request::ReadOwner { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
-            let rows = Store::rows_of(read)?;
-            let now = inner.now();
-            inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
+        // Both reads share one await too.
+        Request::ReadOwner { token, owner } | Request::ReadIds { token, owner } => {
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, keys)).await?;
+            if keys {
+                let ids = Store::ids_of(read);
+                inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
+            } else {
+                let rows = Store::rows_of(read)?;
+                let now = inner.now();
+                inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
+            }
             return Ok(());
         }
-        Request::ReadIds { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, true)).await?;
-            let ids = Store::ids_of(read);
-            inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));
-            return Ok(());
-        }
-        // `run` gathers the writes for its one transaction at a time (`write_together`):
+        // `drive` gathers the writes for its one transaction at a time (`write_together`):
         // none comes here, and the future of every other request stays small.
         Request::Write { .. } => unreachable!("run gathers the writes"),
         Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
@@ -314,7 +318,10 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
     };
     // `None`: the app gave no such port.
     let answer = match port {
-        Some(f) => Some(call(f, &arg).await),
+        Some(f) => Some(match call(f, &arg) {
+            Ok(p) => JsFuture::from(p).await,
+            Err(e) => Err(e),
+        }),
         None => None,
     };
     match call_of {

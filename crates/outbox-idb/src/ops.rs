@@ -3,71 +3,72 @@
 //! an owner-wide change planned twice.
 
 use crate::args::owner_arg;
-use crate::error::OutboxError;
 use crate::idb::records::AppStores;
-use crate::idb::replace::{Planner, RecordPort};
+use crate::idb::replace::{Planner, RecordPort, Transacted};
 use crate::idb::{Durability, Store};
+use crate::inner::Inner;
+use crate::outbox::Call;
 use outbox_core::{decode, ReplaceOutcome, Scope};
 use serde_json::Value;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 /// One strict replace over `scopes` with the app's record `writes`, which commit only if
-/// the replace does. Returns whether it committed and the records it changed.
-///
-/// The planner comes boxed: one copy of this future for every caller, not one per closure
-/// type (issue 35).
-pub async fn with_records<'a>(
-    inner: &'a crate::inner::Inner,
+/// the replace does: what its callers give [`Store::transact_records`] (with
+/// [`Durability::Strict`]); whether it committed is [`committed`]. A plain function: the
+/// callers await the transaction themselves, no future of its own (issue 35).
+pub fn with_records<'a>(
     scopes: Vec<Scope>,
     writes: Vec<outbox_core::records::RecordWrite>,
     planner: Planner<'a>,
-) -> Result<(bool, Vec<crate::idb::records::Changed>), OutboxError> {
+) -> (Vec<(Vec<Scope>, Planner<'a>)>, RecordPort<'a>) {
     let port = RecordPort { stores: AppStores::of(&writes), reconcile: None };
     let planner: Planner<'_> = Box::new(move |cur| {
         let mut plan = planner(cur)?;
         plan.records = writes;
         Some(plan)
     });
-    let done = inner.store.transact_records(vec![(scopes, planner)], Durability::Strict, &port, &[]).await?;
-    Ok((done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed)), done.changed))
+    (vec![(scopes, planner)], port)
 }
 
-/// The decodable row `id` of `owner`, as stored now (read outside any write).
-pub async fn own_row(
-    inner: &crate::inner::Inner,
-    owner: &str,
-    id: &str,
-) -> Result<Option<outbox_core::Row>, OutboxError> {
-    let seen = inner.store.read(&[Scope::Id(id.to_owned())]).await?;
-    Ok(seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner))
+/// Whether the one replace of a transaction committed.
+pub fn committed(done: &Transacted) -> bool {
+    done.outcomes.first() == Some(&Some(ReplaceOutcome::Committed))
+}
+
+/// The decodable row of `owner` in `seen`, a read of one row's `Id` scope (outside any
+/// write). A plain function: the callers await the read themselves, no future of its own
+/// (issue 35).
+pub fn own_row(seen: &[Value], owner: &str) -> Option<outbox_core::Row> {
+    seen.first().and_then(|r| decode(r).ok()).filter(|r| r.owner == owner)
 }
 
 /// Plans a change of all of one owner's rows; also says how many rows it changes.
 pub type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, usize)>;
 
 /// An owner-wide change (`resumeHeld`, `purgeOwner`): read the owner's queue, plan, then
-/// re-plan inside one strict transaction over the rows the first plan named.
-pub async fn owner_wide(
-    inner: &std::rc::Rc<crate::inner::Inner>,
-    owner: &JsValue,
-    what: &str,
-    planner: OwnerPlanner,
-) -> Result<usize, OutboxError> {
-    inner.check_open()?;
-    let owner = owner_arg(owner)?;
-    let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
-    let rows = Store::rows_of(read)?;
-    let Some((first, _)) = planner(&owner, &rows) else { return Ok(0) };
-    let mut n = 0;
-    let plan: Planner<'_> = Box::new(|cur| {
-        let (plan, count) = planner(&owner, cur)?;
-        n = count;
-        Some(plan)
-    });
-    // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
-    inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &RecordPort::default(), &[]).await?;
-    if n > 0 {
-        inner.notifier.changed(what, Some(&owner));
-    }
-    Ok(n)
+/// re-plan inside one strict transaction over the rows the first plan named. The call's
+/// body itself, resolving with the number of rows changed: no wrapper future per command
+/// (issue 35).
+pub fn owner_wide(inner: Rc<Inner>, owner: JsValue, what: &'static str, planner: OwnerPlanner) -> Call {
+    Box::pin(async move {
+        inner.check_open()?;
+        let owner = owner_arg(&owner)?;
+        let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+        let rows = Store::rows_of(read)?;
+        let Some((first, _)) = planner(&owner, &rows) else { return Ok(JsValue::from(0_u32)) };
+        let mut n = 0;
+        let plan: Planner<'_> = Box::new(|cur| {
+            let (plan, count) = planner(&owner, cur)?;
+            n = count;
+            Some(plan)
+        });
+        // `transact_records` itself, not `Store::transact`: no future of its own (issue 35).
+        let port = RecordPort::default();
+        inner.store.transact_records(vec![(first.scopes, plan)], Durability::Strict, &port, &[]).await?;
+        if n > 0 {
+            inner.notifier.changed(what, Some(&owner));
+        }
+        Ok(JsValue::from(n as u32))
+    })
 }

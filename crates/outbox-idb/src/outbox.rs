@@ -11,6 +11,7 @@ use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use wasm_bindgen::prelude::*;
 
 /// A crash-safe, multi-tab offline outbox over one IndexedDB database.
@@ -31,7 +32,19 @@ pub(crate) type Call = Pin<Box<dyn Future<Output = Result<JsValue>>>>;
 /// Runs an async API body as a promise that rejects with a coded `Error`. A panic inside
 /// rejects it with `INTERNAL` ([`crate::panic`]).
 pub(crate) fn promise(fut: Call) -> Promise {
-    crate::panic::guarded(Box::pin(async move { fut.await.map_err(JsValue::from) }))
+    crate::panic::guarded(Box::pin(Coded(fut)))
+}
+
+/// An API call's body whose error is the coded `Error` thrown to JavaScript: a plain
+/// future, not an `async` block (no states and drop glue of its own, issue 35).
+struct Coded(Call);
+
+impl Future for Coded {
+    type Output = std::result::Result<JsValue, JsValue>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map(|r| r.map_err(JsValue::from))
+    }
 }
 
 impl Outbox {
@@ -54,7 +67,13 @@ impl Outbox {
     /// (default 5000): close or reload that tab, then open again.
     #[wasm_bindgen(unchecked_return_type = "Promise<Outbox>")]
     pub fn open(#[wasm_bindgen(unchecked_param_type = "OpenOptions")] options: JsValue) -> Promise {
-        promise(Box::pin(async move { Outbox::open_with(options).await.map(JsValue::from) }))
+        // `open_with`'s lines in this body itself: no nested future (issue 35).
+        promise(Box::pin(async move {
+            let opts = Options::parse(&options)?;
+            let store = Store::new_app(&opts.db_name, opts.open_timeout_ms, opts.records.clone());
+            store.connect().await?;
+            Ok(Outbox { inner: Rc::new(Inner::new(store, opts)) }.into())
+        }))
     }
 
     /// The IndexedDB database name.

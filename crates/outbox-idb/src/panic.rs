@@ -63,13 +63,29 @@ pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>>) -> 
     Promise::new(&mut |resolve, reject| {
         let reject = Rc::new(reject);
         let call = Polled { fut: fut.take().expect("a promise's executor runs once"), reject: reject.clone() };
-        spawn_local(async move {
-            let _ = match call.await {
-                Ok(v) => resolve.call1(&JsValue::NULL, &v),
-                Err(e) => reject.call1(&JsValue::NULL, &e),
-            };
-        });
+        spawn_local(Settle { call, resolve });
     })
+}
+
+/// A call's future settling its promise: a plain future, not an `async` block (no states
+/// and drop glue of its own, issue 35).
+struct Settle {
+    call: Polled,
+    resolve: Function,
+}
+
+impl Future for Settle {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let Poll::Ready(out) = Pin::new(&mut this.call).poll(cx) else { return Poll::Pending };
+        let _ = match out {
+            Ok(v) => this.resolve.call1(&JsValue::NULL, &v),
+            Err(e) => this.call.reject.call1(&JsValue::NULL, &e),
+        };
+        Poll::Ready(())
+    }
 }
 
 /// A call's future, polled with its `reject` in [`POLLED`].

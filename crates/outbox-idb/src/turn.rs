@@ -148,7 +148,22 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     if let Ok(then) = crate::js::get(&asked, "then").dyn_into::<Function>() {
         let _ = then.call2(&asked, &JsValue::UNDEFINED, &on_refusal);
     }
-    if wait(inner, owner, until_deadline, &granted, &state).await {
+    // The wait, in this body itself (no future of its own, issue 35): whether the lock came
+    // before it ended.
+    let started = monotonic();
+    let give_up_at = started + (inner.tab.lease_ms as f64).min(until_deadline.unwrap_or(f64::INFINITY));
+    let got = loop {
+        let ms = match wait_step(inner, owner, started, give_up_at, &state) {
+            Ok(ms) => ms,
+            Err(got) => break got,
+        };
+        match JsFuture::from(Promise::race(&Array::of2(&granted, &sleep(ms)))).await {
+            Ok(v) if v.is_undefined() => {} // the sleep ended
+            Ok(v) if v.as_bool() == Some(true) => break true,
+            _ => break state.get() == GRANTED, // refused: no lock to wait for
+        }
+    };
+    if got {
         inner.turns.borrow_mut().push((id, owner.to_owned()));
         turn.held = Some((inner.turns.clone(), id));
     } else {
@@ -162,34 +177,25 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     turn
 }
 
-/// Whether the lock came before the wait ended: it wakes when the wait would end if
-/// nothing changed since, and goes on waiting (until then, from the latest change) while
-/// the holder keeps changing the owner's rows.
-async fn wait(inner: &Inner, owner: &str, until_deadline: Option<f64>, granted: &Promise, state: &Cell<u8>) -> bool {
-    let turn_wait = f64::from(inner.turn_wait_ms);
-    let started = monotonic();
-    let give_up_at = started + (inner.tab.lease_ms as f64).min(until_deadline.unwrap_or(f64::INFINITY));
-    loop {
-        // A grant whose news has not come through yet still counts.
-        if state.get() == GRANTED {
-            return true;
-        }
-        if inner.store.is_closed() {
-            return false; // closed meanwhile: the flush fails with `CLOSED` at once
-        }
-        let last = inner.notifier.last_flush_change(owner).max(started);
-        let now = monotonic();
-        let wake = (last + turn_wait).min(give_up_at);
-        if now >= wake {
-            return false;
-        }
-        let race = Promise::race(&Array::of2(granted, &sleep((wake - now).min(MAX_SLEEP_MS).ceil() as u32)));
-        match JsFuture::from(race).await {
-            Ok(v) if v.is_undefined() => {} // the sleep ended
-            Ok(v) if v.as_bool() == Some(true) => return true,
-            _ => return state.get() == GRANTED, // refused: no lock to wait for
-        }
+/// The wait for the lock, between two looks: it wakes when the wait would end if nothing
+/// changed since, and goes on waiting (until then, from the latest change) while the holder
+/// keeps changing the owner's rows. The next sleep (ms), or whether the lock came before
+/// the wait ended (`Err`). The wait started at `started` and gives up at `give_up_at`.
+fn wait_step(inner: &Inner, owner: &str, started: f64, give_up_at: f64, state: &Cell<u8>) -> Result<u32, bool> {
+    // A grant whose news has not come through yet still counts.
+    if state.get() == GRANTED {
+        return Err(true);
     }
+    if inner.store.is_closed() {
+        return Err(false); // closed meanwhile: the flush fails with `CLOSED` at once
+    }
+    let last = inner.notifier.last_flush_change(owner).max(started);
+    let now = monotonic();
+    let wake = (last + f64::from(inner.turn_wait_ms)).min(give_up_at);
+    if now >= wake {
+        return Err(false);
+    }
+    Ok((wake - now).min(MAX_SLEEP_MS).ceil() as u32)
 }
 
 /// A new `AbortController`, where the engine has one.

@@ -1,8 +1,8 @@
 //! The flush's work under way — its reads, sends, port calls, its write transaction and the
-//! microtask before one — owned by the one future of [`super::run`] and polled the way
+//! microtask before one — owned by the one future of [`super::drive`] and polled the way
 //! `futures_util`'s `FuturesUnordered` polls (which cost the module about 4 KB gzip): a job
 //! only when it was woken, in the order of the wake-ups, a new job counting as woken. So
-//! results come in the order they arrived, as many as are in by the time `run` looks, and
+//! results come in the order they arrived, as many as are in by the time `drive` looks, and
 //! a job nobody woke costs nothing however many sends are out. Dropping the set drops every
 //! job: a failed flush abandons the sends still outstanding.
 
@@ -24,7 +24,7 @@ pub struct Jobs {
     woken: Arc<Woken>,
 }
 
-/// The ids of the jobs woken since `run` last looked, and the waker of `run`'s task.
+/// The ids of the jobs woken since `drive` last looked, and the waker of `drive`'s task.
 #[derive(Default)]
 struct Woken(Mutex<(Vec<usize>, Option<Waker>)>);
 

@@ -72,42 +72,44 @@ impl Connection {
     }
 
     /// The open itself, shared by every caller. It settles the state when it completes,
-    /// whichever caller polls it then.
+    /// whichever caller polls it then ([`Connection::settle`]).
     fn start_open(self: &Rc<Self>) -> PendingOpen {
-        let this: Weak<Connection> = Rc::downgrade(self);
-        let (name, timeout, app) = (self.name.clone(), self.open_timeout_ms, self.app.clone());
         PendingOpen(Rc::new(Opening {
-            fut: RefCell::new(Some(Box::pin(async move {
-                let opened = open(&name, timeout, app).await;
-                let Some(this) = this.upgrade() else {
-                    // Nobody can use it any more.
-                    if let Ok(db) = &opened {
-                        db.close();
-                    }
-                    return Err(OutboxError::closed());
-                };
-                let mut state = this.state.borrow_mut();
-                match (opened, &*state) {
-                    (Ok(db), State::Closed) => {
-                        // close() ran while we opened: do not resurrect the connection.
-                        db.close();
-                        Err(OutboxError::closed())
-                    }
-                    (Err(_), State::Closed) => Err(OutboxError::closed()),
-                    (Ok(db), _) => {
-                        *state = State::Open(db.clone());
-                        Ok(db)
-                    }
-                    (Err(e), _) => {
-                        // The next call tries again (e.g. once the blocking tab is gone).
-                        *state = State::Idle;
-                        Err(e)
-                    }
-                }
-            }))),
+            // `schema::open`'s future itself: no wrapper future around it (issue 35).
+            fut: RefCell::new(Some(Box::pin(open(self.name.clone(), self.open_timeout_ms, self.app.clone())))),
+            conn: Rc::downgrade(self),
             out: RefCell::new(None),
             waiting: Arc::new(Waiting(Mutex::new(Vec::new()))),
         }))
+    }
+
+    /// The state once the open of `this` completed with `opened`, and what its callers get.
+    fn settle(this: &Weak<Connection>, opened: Result<IdbDatabase>) -> Result<IdbDatabase> {
+        let Some(this) = this.upgrade() else {
+            // Nobody can use it any more.
+            if let Ok(db) = &opened {
+                db.close();
+            }
+            return Err(OutboxError::closed());
+        };
+        let mut state = this.state.borrow_mut();
+        match (opened, &*state) {
+            (Ok(db), State::Closed) => {
+                // close() ran while we opened: do not resurrect the connection.
+                db.close();
+                Err(OutboxError::closed())
+            }
+            (Err(_), State::Closed) => Err(OutboxError::closed()),
+            (Ok(db), _) => {
+                *state = State::Open(db.clone());
+                Ok(db)
+            }
+            (Err(e), _) => {
+                // The next call tries again (e.g. once the blocking tab is gone).
+                *state = State::Idle;
+                Err(e)
+            }
+        }
     }
 
     /// `db` was found closed: the next [`Connection::get`] reopens. A newer connection (a
@@ -154,6 +156,8 @@ type Open = Pin<Box<dyn Future<Output = Result<IdbDatabase>>>>;
 struct Opening {
     /// The open, until it completes.
     fut: RefCell<Option<Open>>,
+    /// The connection it opens, settled when it completes.
+    conn: Weak<Connection>,
     /// Its result, once it completed.
     out: RefCell<Option<Result<IdbDatabase>>>,
     waiting: Arc<Waiting>,
@@ -193,8 +197,9 @@ impl Future for PendingOpen {
         let Ok(mut fut) = opening.fut.try_borrow_mut() else { return Poll::Pending };
         let Some(open) = fut.as_mut() else { return Poll::Pending };
         let waker = Waker::from(opening.waiting.clone());
-        let Poll::Ready(out) = open.as_mut().poll(&mut Context::from_waker(&waker)) else { return Poll::Pending };
+        let Poll::Ready(opened) = open.as_mut().poll(&mut Context::from_waker(&waker)) else { return Poll::Pending };
         *fut = None;
+        let out = Connection::settle(&opening.conn, opened);
         *opening.out.borrow_mut() = Some(out.clone());
         opening.waiting.wake_by_ref();
         Poll::Ready(out)

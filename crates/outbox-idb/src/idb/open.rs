@@ -40,8 +40,14 @@ pub(super) enum OpenError {
 pub(super) type Upgrade = Box<dyn Fn(&IdbDatabase, &IdbTransaction, f64) -> Result<(), OutboxError>>;
 
 /// Waits for `req` to open, at most `timeout_ms` before its upgrade starts. The connection
-/// it returns (and a late one) closes itself on `versionchange`.
-pub(super) async fn wait(req: IdbOpenDbRequest, timeout_ms: u32, upgrade: Upgrade) -> Result<IdbDatabase, OpenError> {
+/// it returns (and a late one) closes itself on `versionchange`. A request that could not be
+/// made (`Err`) fails at once.
+pub(super) async fn wait(
+    req: Result<IdbOpenDbRequest, OutboxError>,
+    timeout_ms: u32,
+    upgrade: Upgrade,
+) -> Result<IdbDatabase, OpenError> {
+    let req = req.map_err(OpenError::Other)?;
     let mut settle: Option<(Function, Function)> = None;
     let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
     let (resolve, reject) = settle.expect("the Promise executor runs at once");

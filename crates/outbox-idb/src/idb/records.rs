@@ -99,25 +99,19 @@ fn put(store: &IdbObjectStore, value: &JsValue, key: Option<&Value>) -> std::res
     }
 }
 
-/// The record under `key`, or `undefined`, read inside `store`'s transaction.
-async fn get(store: &IdbObjectStore, key: &Value) -> std::result::Result<JsValue, JsValue> {
-    request(&store.get(&to_js(key))?).await
-}
-
 /// The key a write naming `key` lands on, and the record there: `key`, or where the
 /// forwarding stubs left by rekeys lead, however many (`outbox_core::records::Landing`).
 /// Stubs that form a cycle (written outside the library) are followed until the one that
 /// turns back: that key and its stub are returned, which is no record.
 async fn landing(store: &IdbObjectStore, key: &Value) -> std::result::Result<(Value, JsValue), JsValue> {
     let mut landing = Landing::new(key.clone());
-    let mut current = get(store, landing.key()).await?;
-    while let Some(to) = moved_to(&current) {
-        if !landing.follow(to) {
-            break;
+    // One read awaited at one point, whichever key it is (one state, issue 35).
+    loop {
+        let current = request(&store.get(&to_js(landing.key()))?).await?;
+        if !moved_to(&current).is_some_and(|to| landing.follow(to)) {
+            return Ok((landing.key().clone(), current));
         }
-        current = get(store, landing.key()).await?;
     }
-    Ok((landing.key().clone(), current))
 }
 
 /// The key a stub forwards to (`None` for a record or nothing).

@@ -9,7 +9,7 @@
 //! other tabs' upgrades forever.
 
 use super::app_schema::{self, app_version_of, AppSchema};
-use super::open::{wait, OpenError};
+use super::open::{wait, OpenError, Upgrade};
 use super::schema_mismatch;
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
@@ -81,12 +81,13 @@ pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 /// (or `QUOTA`) when IndexedDB refuses. A database a newer version upgraded past ours is
 /// opened at its own version as long as it has our store. `SCHEMA_NEWER` and
 /// `SCHEMA_MISMATCH` when `app` does not fit the database (nothing opened or changed).
-pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
+pub async fn open(name: String, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
     let version = app.as_ref().map_or(SCHEMA_VERSION, |a| a.db_version(SCHEMA_VERSION));
-    let db = match open_at(name, Some(version), timeout_ms, app.clone()).await {
+    // Each request awaited by `wait` itself: no future of its own (issue 35).
+    let db = match wait(request(&name, Some(version)), timeout_ms, upgrade_of(app.clone())).await {
         Ok(db) => db,
         Err(OpenError::Version) => {
-            let db = open_at(name, None, timeout_ms, None).await.map_err(|e| match e {
+            let db = wait(request(&name, None), timeout_ms, upgrade_of(None)).await.map_err(|e| match e {
                 OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
                 OpenError::Other(e) => e,
             })?;
@@ -114,29 +115,23 @@ pub async fn open(name: &str, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Re
     Ok(db)
 }
 
-async fn open_at(
-    name: &str,
-    version: Option<u32>,
-    timeout_ms: u32,
-    app: Option<Rc<AppSchema>>,
-) -> std::result::Result<IdbDatabase, OpenError> {
-    let f = factory().map_err(OpenError::Other)?;
-    let req: IdbOpenDbRequest = match version {
+/// `indexedDB.open(name, version)`, at the database's own version when `version` is `None`.
+fn request(name: &str, version: Option<u32>) -> Result<IdbOpenDbRequest> {
+    let f = factory()?;
+    match version {
         Some(v) => f.open_with_u32(name, v),
         None => f.open(name),
     }
-    .map_err(|e| OpenError::Other(OutboxError::storage("cannot open the database", &e)))?;
-    wait(
-        req,
-        timeout_ms,
-        Box::new(move |db, tx, old| {
-            if let Some(a) = &app {
-                schema_mismatch::check(db, Some(tx), a, app_version_of(old) == a.version)?;
-            }
-            let upgraded =
-                upgrade(db, tx).and_then(|()| app.as_ref().map_or(Ok(()), |a| app_schema::upgrade(db, tx, a)));
-            upgraded.map_err(|e| OutboxError::storage("cannot upgrade the database", &e))
-        }),
-    )
-    .await
+    .map_err(|e| OutboxError::storage("cannot open the database", &e))
+}
+
+/// What an open does at `upgradeneeded`: our store and indexes, and `app`'s stores.
+fn upgrade_of(app: Option<Rc<AppSchema>>) -> Upgrade {
+    Box::new(move |db, tx, old| {
+        if let Some(a) = &app {
+            schema_mismatch::check(db, Some(tx), a, app_version_of(old) == a.version)?;
+        }
+        let upgraded = upgrade(db, tx).and_then(|()| app.as_ref().map_or(Ok(()), |a| app_schema::upgrade(db, tx, a)));
+        upgraded.map_err(|e| OutboxError::storage("cannot upgrade the database", &e))
+    })
 }

@@ -50,10 +50,24 @@ impl Store {
     /// # Errors
     /// As [`Store::open_with`]; `SCHEMA_NEWER` when the database holds a newer app schema.
     pub async fn open_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Result<Rc<Store>> {
-        let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
-        let store = Rc::new(Store { name: name.to_owned(), conn });
-        store.conn.get().await?;
+        let store = Store::new_app(name, open_timeout_ms, app);
+        store.connect().await?;
         Ok(store)
+    }
+
+    /// [`Store::open_app`] in two steps, for a caller that awaits the open itself (no future
+    /// of its own, issue 35): the store, not opened yet, then [`Store::connect`].
+    pub(crate) fn new_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Rc<Store> {
+        let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
+        Rc::new(Store { name: name.to_owned(), conn })
+    }
+
+    /// Opens the connection now (see [`Store::open_app`]).
+    ///
+    /// # Errors
+    /// As [`Store::open_app`].
+    pub(crate) fn connect(&self) -> impl std::future::Future<Output = Result<web_sys::IdbDatabase>> + '_ {
+        self.conn.get()
     }
 
     /// The database name.
@@ -79,62 +93,78 @@ impl Store {
         durability: Durability,
         app: &AppStores,
     ) -> Result<IdbTransaction> {
-        let db = self.conn.get().await?;
-        let stores = records::scope(&db, STORE, app)?;
-        match begin(&db, &stores, mode, durability) {
-            Ok(tx) => Ok(tx),
-            // The connection was closed under us: by another tab's versionchange (its
-            // handler closes it without telling Rust) or by the browser. Reopen once, with
-            // the same durability; calls racing here share the reopen.
-            Err(e) if dom_name(&e).as_deref() == Some("InvalidStateError") => {
-                self.conn.forget(&db);
-                let db = self.conn.get().await?;
-                let stores = records::scope(&db, STORE, app)?;
-                begin(&db, &stores, mode, durability).map_err(|e| OutboxError::storage("transaction", &e))
+        // One await of the connection for the first try and the retry (one state, issue 35).
+        let mut retried = false;
+        loop {
+            let db = self.conn.get().await?;
+            let stores = records::scope(&db, STORE, app)?;
+            match begin(&db, &stores, mode, durability) {
+                Ok(tx) => return Ok(tx),
+                // The connection was closed under us: by another tab's versionchange (its
+                // handler closes it without telling Rust) or by the browser. Reopen once,
+                // with the same durability; calls racing here share the reopen.
+                Err(e) if !retried && dom_name(&e).as_deref() == Some("InvalidStateError") => {
+                    self.conn.forget(&db);
+                    retried = true;
+                }
+                Err(e) => return Err(OutboxError::storage("transaction", &e)),
             }
-            Err(e) => Err(OutboxError::storage("transaction", &e)),
         }
     }
 
-    /// The app record under `key` in `store` (`undefined` when there is none).
+    /// `get` of the app record under `key` in `store`, issued in `tx` ([`Store::read_one`]
+    /// over `AppStores::Named(vec![store])`), as [`Store::owner_queue`]; its result is
+    /// [`Store::record_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store the database lacks or a key IndexedDB refuses;
-    /// `STORAGE`, `CLOSED`, `BLOCKED`.
-    pub async fn read_record(self: &Rc<Self>, store: &str, key: &JsValue) -> Result<JsValue> {
-        let app = AppStores::Named(vec![store.to_owned()]);
-        let v = self.read_one(&app, &|tx| app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))).await?;
-        // A stub left by a rekey is no record.
-        Ok(if records::moved_to(&v).is_some() { JsValue::UNDEFINED } else { v })
+    /// `STORAGE`.
+    pub(crate) fn record_request(tx: &IdbTransaction, store: &str, key: &JsValue) -> Result<IdbRequest> {
+        app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))
     }
 
-    /// The app records of `store` (through `index` when given) within `range` (`undefined`
-    /// for all), in key order.
+    /// The app record [`Store::record_request`] read (`undefined` when there is none).
+    pub(crate) fn record_of(v: JsValue) -> JsValue {
+        // A stub left by a rekey is no record.
+        if records::moved_to(&v).is_some() {
+            JsValue::UNDEFINED
+        } else {
+            v
+        }
+    }
+
+    /// `getAll` of the app records of `store` (through `index` when given) within `range`
+    /// (`undefined` for all), issued in `tx` as [`Store::record_request`]; its result, in key
+    /// order, is [`Store::records_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store or index the database lacks or a range IndexedDB
-    /// refuses; `STORAGE`, `CLOSED`, `BLOCKED`.
-    pub async fn read_records(self: &Rc<Self>, store: &str, index: Option<&str>, range: &JsValue) -> Result<JsValue> {
-        let app = AppStores::Named(vec![store.to_owned()]);
-        let all: Array = self
-            .read_one(&app, &|tx| {
-                let os = app_store(tx, store)?;
-                match index {
-                    Some(i) => os
-                        .index(i)
-                        .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
-                        .get_all_with_key(range),
-                    None => os.get_all_with_key(range),
-                }
-                .map_err(|e| key_refused(&e))
-            })
-            .await?
-            .unchecked_into();
+    /// refuses; `STORAGE`.
+    pub(crate) fn records_request(
+        tx: &IdbTransaction,
+        store: &str,
+        index: Option<&str>,
+        range: &JsValue,
+    ) -> Result<IdbRequest> {
+        let os = app_store(tx, store)?;
+        match index {
+            Some(i) => os
+                .index(i)
+                .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
+                .get_all_with_key(range),
+            None => os.get_all_with_key(range),
+        }
+        .map_err(|e| key_refused(&e))
+    }
+
+    /// The app records [`Store::records_request`] read, stubs left by rekeys left out.
+    pub(crate) fn records_of(all: JsValue) -> JsValue {
+        let all: Array = all.unchecked_into();
         let records = Array::new();
         for v in all.iter().filter(|v| records::moved_to(v).is_none()) {
             records.push(&v);
         }
-        Ok(records.into())
+        records.into()
     }
 
     /// Every stored value (rows of every owner and undecodable ones).
