@@ -95,19 +95,19 @@ pub fn classify_http_js(
 /// fields in order; a transient one's `code` and `retryAfterMs` only when present), set key
 /// by key: serde's serializer of `Outcome`, built for this one call, was larger (issue 35).
 fn outcome_to_js(o: Outcome) -> JsValue {
-    let obj = js_sys::Object::new();
-    let set = |k: &str, v: &JsValue| drop(Reflect::set(&obj, &k.into(), v));
+    let obj: JsValue = js_sys::Object::new().into();
+    let set = |k: &str, v: &JsValue| crate::js::set(&obj, k, v);
     let (tag, code) = match o {
         Outcome::Success { receipt, replayed } => {
             set("type", &"success".into());
             set("receipt", &to_js(&receipt));
             set("replayed", &replayed.into());
-            return obj.into();
+            return obj;
         }
         Outcome::Conflict { actual_revision } => {
             set("type", &"conflict".into());
             set("actualRevision", &to_js(&actual_revision));
-            return obj.into();
+            return obj;
         }
         Outcome::Auth => ("auth", None),
         Outcome::Permanent { code } => ("permanent", Some(code)),
@@ -120,14 +120,14 @@ fn outcome_to_js(o: Outcome) -> JsValue {
                 // The double JSON.parse reads of the integer's digits: the nearest one.
                 set("retryAfterMs", &(ms as f64).into());
             }
-            return obj.into();
+            return obj;
         }
     };
     set("type", &tag.into());
     if let Some(code) = code {
         set("code", &code.into());
     }
-    obj.into()
+    obj
 }
 
 /// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order; `onlineSince`: when the
