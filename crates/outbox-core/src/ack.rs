@@ -2,7 +2,7 @@
 //! (§9) is planned by [`crate::conflict`].
 
 use crate::accounts::{in_scope, owns};
-use crate::codec::{decode, encode, Stored};
+use crate::codec::{decode, encode};
 use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
@@ -105,7 +105,7 @@ pub fn plan_ack(
     let Some(raw) = find_stored(scope_rows, row_id) else {
         return AckDecision::NotMine;
     };
-    let Stored::Row(mut row) = Stored::from_value(raw) else {
+    let Ok(mut row) = decode(raw) else {
         return AckDecision::NotMine;
     };
     if !owns(owner, &row) || !claim_is_mine(&row, ticket) {

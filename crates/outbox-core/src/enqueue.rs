@@ -50,7 +50,7 @@
 
 use crate::accounts::in_scope;
 use crate::body_size;
-use crate::codec::{encode, refingerprint, Stored};
+use crate::codec::{decode, encode, refingerprint};
 use crate::fingerprint::fingerprint;
 use crate::inflight::may_be_on_the_wire;
 use crate::input::NewOperation;
@@ -117,7 +117,7 @@ pub fn plan_enqueue(
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let mut decoded = Vec::new();
     for r in scope_rows {
-        if let Stored::Row(row) = Stored::from_value(r) {
+        if let Ok(row) = decode(r) {
             decoded.push(row);
         }
     }

@@ -5,7 +5,7 @@ use crate::convert::{from_js, row_from_app, to_js};
 use crate::error::{OutboxError, Result};
 use js_sys::{Array, Function, Reflect};
 use outbox_core::classify::classify_http;
-use outbox_core::codec::Stored;
+use outbox_core::codec::{decode, Stored};
 use outbox_core::inflight::{is_row_in_flight, DEFAULT_LEASE_MS};
 use outbox_core::select::select_sendable;
 use outbox_core::{Millis, Outcome};
@@ -184,9 +184,10 @@ pub fn is_row_in_flight_js(
     #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<bool, JsValue> {
     let now = Millis(number(&now, "now")? as i64);
-    Ok(match Stored::from_value(&row_from_app(&row)) {
-        Stored::Row(r) => is_row_in_flight(&r, now, lease(&lease_ms)?),
-        Stored::Undecodable(_) => false,
+    // Decoded alone: an undecodable row's `Undecodable` (its id, owner and copy) is not built.
+    Ok(match decode(&row_from_app(&row)) {
+        Ok(r) => is_row_in_flight(&r, now, lease(&lease_ms)?),
+        Err(_) => false,
     })
 }
 

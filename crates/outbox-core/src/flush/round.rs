@@ -9,7 +9,7 @@ use super::spread::{go_on_elsewhere, start_anywhere};
 use super::task::Task;
 use super::Flush;
 use crate::accounts::owned_stored;
-use crate::codec::Stored;
+use crate::codec::{decode, Stored};
 use crate::intent::{awaited_create, is_orphan_intent};
 use crate::names::Lookup;
 use crate::select::{select, stored_index};
@@ -91,7 +91,7 @@ impl Flush {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
             self.memory.orphans_tried.insert(id);
             let token = self.token();
-            let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
+            let intent = decode(&raw).expect("decoded above");
             let task = Task::orphan(raw, intent, create, &self.opts);
             self.emit(token, &task);
             self.tasks.insert(token, task);
