@@ -1,7 +1,7 @@
 //! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
 //! (§9) is planned by [`crate::conflict`].
 
-use crate::accounts::{in_scope, owns};
+use crate::accounts::{in_scope, in_scope_copied, owns};
 use crate::codec::{decode, encode};
 use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
@@ -129,7 +129,7 @@ pub fn plan_ack(
             }
             let scope = row.scope();
             ReplacePlan {
-                expected: in_scope(&scope, scope_rows).into_iter().cloned().collect(),
+                expected: in_scope_copied(&scope, scope_rows),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 ..Default::default()

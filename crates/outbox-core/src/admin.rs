@@ -1,7 +1,7 @@
 //! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
 //! (SPEC §6, §7, §3, §11).
 
-use crate::accounts::{in_scope, owns, same_owner};
+use crate::accounts::{in_scope_copied, owns, same_owner};
 use crate::codec::{decode, encode, Stored};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
@@ -50,7 +50,7 @@ pub fn plan_retry_blocked(
         row.body = b.clone();
     }
     // §11: only the row's own (owner, target) scope is compared and re-pointed.
-    let scope_rows: Vec<Value> = in_scope(&row.scope(), scope_rows).into_iter().cloned().collect();
+    let scope_rows: Vec<Value> = in_scope_copied(&row.scope(), scope_rows);
     let fresh = reissued(&row, new_id);
     let mut puts = repoint(&scope_rows, row_id, new_id, &[row_id]);
     puts.push(encode(&fresh));
@@ -125,6 +125,6 @@ pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
 /// read makes the replace stale, and the command plans again on what it finds.
 fn owner_range_plan(owner: &str, owner_rows: &[Value]) -> ReplacePlan {
     let scope = Scope::Owner(owner.to_owned());
-    let expected = in_scope(&scope, owner_rows).into_iter().cloned().collect();
+    let expected = in_scope_copied(&scope, owner_rows);
     ReplacePlan { scopes: vec![scope], expected, ..Default::default() }
 }

@@ -48,7 +48,7 @@
 //! - Rows before the last `noMerge` row stay as they are: they were coalesced among
 //!   themselves when they were enqueued, and nothing moves across the wall.
 
-use crate::accounts::in_scope;
+use crate::accounts::in_scope_copied;
 use crate::body_size;
 use crate::codec::{decode, encode, refingerprint};
 use crate::fingerprint::fingerprint;
@@ -112,7 +112,7 @@ pub fn plan_enqueue(
     let scope = Scope::target(&op.owner, &target);
     // §11: another owner's rows of the same target are neither absorbed nor waited for.
     // Copied once: they are what the replace expects to find (`base.expected`).
-    let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
+    let scope_rows: Vec<Value> = in_scope_copied(&scope, scope_rows);
     // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let mut decoded = Vec::new();
