@@ -70,7 +70,9 @@ impl Flush {
                 continue;
             }
             let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|p| raws[p].clone());
-            picked.extend(Candidate::new(raws[at].clone(), pred));
+            if let Some(c) = Candidate::new(raws[at].clone(), pred) {
+                picked.push(c);
+            }
         }
         self.candidates = start_anywhere(picked, draws.unit());
         let mut orphans: Vec<(Value, String)> = Vec::new();
