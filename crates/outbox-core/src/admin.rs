@@ -1,8 +1,8 @@
 //! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
 //! (SPEC §6, §7, §3, §11).
 
-use crate::accounts::{in_scope_copied, owns, same_owner};
-use crate::codec::{decode, encode, Stored};
+use crate::accounts::{in_scope_copied, owns, same_owner, stored_owner};
+use crate::codec::{decode, encode};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
@@ -86,19 +86,16 @@ pub fn plan_discard(
     lease_ms: i64,
 ) -> Result<ReplacePlan, DiscardSkip> {
     let raw = raw.ok_or(DiscardSkip::Missing)?;
-    let (id, stored_owner) = match Stored::from_value(raw) {
-        Stored::Row(row) => {
-            if in_flight(&row, now, lease_ms).is_in_flight() {
-                return Err(DiscardSkip::InFlight);
-            }
-            (Some(row.id.clone()), Some(row.owner.clone()))
+    if let Ok(row) = decode(raw) {
+        if in_flight(&row, now, lease_ms).is_in_flight() {
+            return Err(DiscardSkip::InFlight);
         }
-        Stored::Undecodable(u) => (u.id, u.owner),
-    };
-    if !same_owner(owner, stored_owner.as_deref()) {
+    }
+    // The id and owner as stored, decodable or not (a decoded row's are these strings).
+    if !same_owner(owner, stored_owner(raw)) {
         return Err(DiscardSkip::OtherOwner);
     }
-    let id = id.ok_or(DiscardSkip::Missing)?;
+    let id = raw.get("id").and_then(Value::as_str).ok_or(DiscardSkip::Missing)?.to_owned();
     Ok(ReplacePlan {
         scopes: vec![Scope::Id(id.clone())],
         expected: vec![raw.clone()],
