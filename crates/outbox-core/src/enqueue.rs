@@ -201,7 +201,13 @@ pub fn plan_enqueue(
     // (by its place in `rows`, not by `savedAt`: a successor written by a tab whose clock
     // is behind carries an earlier `savedAt` than the row it waits for). The wall is before
     // every row of `rows`.
-    let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
+    // Of two with the greatest `(sentAt, savedAt)`, the later in `rows` (as `max_by_key`).
+    let mut last_flying: Option<&Row> = None;
+    for r in rows {
+        if flying(r) && last_flying.is_none_or(|l| (r.sent_at, r.saved_at) >= (l.sent_at, l.saved_at)) {
+            last_flying = Some(r);
+        }
+    }
     let place = |r: &Row| rows.iter().position(|x| x.id == r.id);
     let anchor = match kept.last().copied().or(wall) {
         Some(last_kept) => Some(last_flying.filter(|f| place(f) > place(last_kept)).unwrap_or(last_kept).id.clone()),
