@@ -82,9 +82,10 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
 
 /// The order of `a` and `b` by their UTF-16 code units (JCS's order of keys), read char by
 /// char: smaller in the wasm module than comparing their `encode_utf16` iterators (issue
-/// 35). The first chars that differ decide: by their first code unit (a char beyond U+FFFF
-/// starts with its high surrogate, below U+E000's units), then, when both start with the
-/// same high surrogate, by the low one, which is the order of the chars themselves.
+/// 35). The first chars that differ decide: a char beyond U+FFFF is written from a high
+/// surrogate (U+D800..U+DBFF), after every char below U+D800 and before every char from
+/// U+E000 on, whose own code units they are ([`first_unit`]); two chars beyond U+FFFF are
+/// in the order of their surrogate pairs, which is the order of the chars themselves.
 fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
     let (mut a, mut b) = (a.chars(), b.chars());
     loop {
@@ -96,11 +97,12 @@ fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// The first UTF-16 code unit of `c`.
+/// Where `c`'s first UTF-16 code unit sorts among the chars of one code unit: a char
+/// beyond U+FFFF as U+D800, the first high surrogate (no char is a surrogate itself).
 fn first_unit(c: char) -> u32 {
     let n = u32::from(c);
     if n >= 0x1_0000 {
-        0xD800 + ((n - 0x1_0000) >> 10)
+        0xD800
     } else {
         n
     }
