@@ -49,6 +49,19 @@ pub fn in_scope<'a>(scope: &Scope, rows: &'a [Value]) -> Vec<&'a Value> {
     out
 }
 
+/// [`in_scope`]'s values copied: what a replace over the scope expects to find. A loop, not
+/// `in_scope(..).into_iter().cloned().collect()` at each caller (issue 35).
+#[must_use]
+pub fn in_scope_copied(scope: &Scope, rows: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for raw in rows {
+        if scope.contains(raw) {
+            out.push(raw.clone());
+        }
+    }
+    out
+}
+
 /// The owner a command names matches the owner a stored value names. `None` on either
 /// side is an owner that is absent or cannot be read: `discard(null, id)` removes only a
 /// row whose owner cannot be read (§3 rule 3), and a named owner never matches it.

@@ -1,8 +1,8 @@
 //! Applying the answer, only while the claim is still mine (SPEC §6). A revision conflict
 //! (§9) is planned by [`crate::conflict`].
 
-use crate::accounts::{in_scope, owns};
-use crate::codec::{decode, encode, Stored};
+use crate::accounts::{in_scope, in_scope_copied, owns};
+use crate::codec::{decode, encode};
 use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
@@ -105,7 +105,7 @@ pub fn plan_ack(
     let Some(raw) = find_stored(scope_rows, row_id) else {
         return AckDecision::NotMine;
     };
-    let Stored::Row(mut row) = Stored::from_value(raw) else {
+    let Ok(mut row) = decode(raw) else {
         return AckDecision::NotMine;
     };
     if !owns(owner, &row) || !claim_is_mine(&row, ticket) {
@@ -129,7 +129,7 @@ pub fn plan_ack(
             }
             let scope = row.scope();
             ReplacePlan {
-                expected: in_scope(&scope, scope_rows).into_iter().cloned().collect(),
+                expected: in_scope_copied(&scope, scope_rows),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
                 ..Default::default()

@@ -1,8 +1,8 @@
 //! The app's maintenance commands: `resumeHeld`, `retryBlocked`, `discard`, `purgeOwner`
 //! (SPEC §6, §7, §3, §11).
 
-use crate::accounts::{in_scope, owns, same_owner};
-use crate::codec::{decode, encode, Stored};
+use crate::accounts::{in_scope_copied, owns, same_owner, stored_owner};
+use crate::codec::{decode, encode};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
@@ -50,7 +50,7 @@ pub fn plan_retry_blocked(
         row.body = b.clone();
     }
     // §11: only the row's own (owner, target) scope is compared and re-pointed.
-    let scope_rows: Vec<Value> = in_scope(&row.scope(), scope_rows).into_iter().cloned().collect();
+    let scope_rows: Vec<Value> = in_scope_copied(&row.scope(), scope_rows);
     let fresh = reissued(&row, new_id);
     let mut puts = repoint(&scope_rows, row_id, new_id, &[row_id]);
     puts.push(encode(&fresh));
@@ -86,19 +86,16 @@ pub fn plan_discard(
     lease_ms: i64,
 ) -> Result<ReplacePlan, DiscardSkip> {
     let raw = raw.ok_or(DiscardSkip::Missing)?;
-    let (id, stored_owner) = match Stored::from_value(raw) {
-        Stored::Row(row) => {
-            if in_flight(&row, now, lease_ms).is_in_flight() {
-                return Err(DiscardSkip::InFlight);
-            }
-            (Some(row.id.clone()), Some(row.owner.clone()))
+    if let Ok(row) = decode(raw) {
+        if in_flight(&row, now, lease_ms).is_in_flight() {
+            return Err(DiscardSkip::InFlight);
         }
-        Stored::Undecodable(u) => (u.id, u.owner),
-    };
-    if !same_owner(owner, stored_owner.as_deref()) {
+    }
+    // The id and owner as stored, decodable or not (a decoded row's are these strings).
+    if !same_owner(owner, stored_owner(raw)) {
         return Err(DiscardSkip::OtherOwner);
     }
-    let id = id.ok_or(DiscardSkip::Missing)?;
+    let id = raw.get("id").and_then(Value::as_str).ok_or(DiscardSkip::Missing)?.to_owned();
     Ok(ReplacePlan {
         scopes: vec![Scope::Id(id.clone())],
         expected: vec![raw.clone()],
@@ -125,6 +122,6 @@ pub fn plan_purge_owner(owner: &str, owner_rows: &[Value]) -> Option<(ReplacePla
 /// read makes the replace stale, and the command plans again on what it finds.
 fn owner_range_plan(owner: &str, owner_rows: &[Value]) -> ReplacePlan {
     let scope = Scope::Owner(owner.to_owned());
-    let expected = in_scope(&scope, owner_rows).into_iter().cloned().collect();
+    let expected = in_scope_copied(&scope, owner_rows);
     ReplacePlan { scopes: vec![scope], expected, ..Default::default() }
 }

@@ -24,8 +24,17 @@ pub fn fits(body: &Value) -> bool {
             return false;
         }
         match v {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
+            // Pushes, not `extend`: each of the two iterator types had its own extend code.
+            Value::Array(items) => {
+                for item in items {
+                    stack.push(item);
+                }
+            }
+            Value::Object(map) => {
+                for item in map.values() {
+                    stack.push(item);
+                }
+            }
             _ => {}
         }
     }

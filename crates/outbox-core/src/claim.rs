@@ -76,7 +76,9 @@ pub fn plan_claim(
     let mut puts = Vec::new();
     if let Some(pred) = &row.successor_of {
         scopes.push(Scope::Id(pred.clone()));
-        expected.extend(predecessor.cloned());
+        if let Some(p) = predecessor {
+            expected.push(p.clone());
+        }
         // §5, §7: this row overtakes its blocked predecessor; the predecessor learns it, so
         // that a later edit never carries its older fields over this row's.
         if let (Some(false), Some(Stored::Row(p))) = (pred_holds(pred), &pred_stored) {

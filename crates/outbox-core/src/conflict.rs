@@ -20,7 +20,7 @@
 //! this permanent code; [`crate::ack::plan_ack`] does the same for an app-built
 //! `Outcome::Conflict` whose revision is unusable.
 
-use crate::accounts::in_scope;
+use crate::accounts::in_scope_copied;
 use crate::codec::encode;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
@@ -58,7 +58,7 @@ fn conflict_note(previous_id: &str, actual_revision: &Value, now: Millis) -> Val
 /// them); only the original's own `(owner, target)` scope is compared and changed (§11).
 pub fn conflict_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
     let scope = row.scope();
-    let expected: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
+    let expected: Vec<Value> = in_scope_copied(&scope, scope_rows);
     let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
     puts.push(encode(successor));
     ReplacePlan {

@@ -48,9 +48,9 @@
 //! - Rows before the last `noMerge` row stay as they are: they were coalesced among
 //!   themselves when they were enqueued, and nothing moves across the wall.
 
-use crate::accounts::in_scope;
+use crate::accounts::in_scope_copied;
 use crate::body_size;
-use crate::codec::{encode, refingerprint, Stored};
+use crate::codec::{decode, encode, refingerprint};
 use crate::fingerprint::fingerprint;
 use crate::inflight::may_be_on_the_wire;
 use crate::input::NewOperation;
@@ -111,13 +111,13 @@ pub fn plan_enqueue(
     let target = target_of(op, id);
     let scope = Scope::target(&op.owner, &target);
     // §11: another owner's rows of the same target are neither absorbed nor waited for.
-    let scope_rows: Vec<Value> = in_scope(&scope, scope_rows).into_iter().cloned().collect();
-    let scope_rows = scope_rows.as_slice();
+    // Copied once: they are what the replace expects to find (`base.expected`).
+    let scope_rows: Vec<Value> = in_scope_copied(&scope, scope_rows);
     // Chain order, not bare `(savedAt, id)`: the "latest row" a new one waits for and the
     // last `noMerge` row are the chain's, whatever the clocks of the tabs that wrote them.
     let mut decoded = Vec::new();
-    for r in scope_rows {
-        if let Stored::Row(row) = Stored::from_value(r) {
+    for r in &scope_rows {
+        if let Ok(row) = decode(r) {
             decoded.push(row);
         }
     }
@@ -126,7 +126,7 @@ pub fn plan_enqueue(
     // still be on the wire: a new row waits for it instead of absorbing it, so the older
     // request never lands after the newer one.
     let flying = |r: &Row| may_be_on_the_wire(r, now, tab.lease_ms);
-    let base = ReplacePlan { scopes: vec![scope], expected: scope_rows.to_vec(), ..Default::default() };
+    let base = ReplacePlan { scopes: vec![scope], expected: scope_rows, ..Default::default() };
 
     if op.no_merge {
         // §7: a command is never coalesced; it waits for whatever the scope holds last.
@@ -162,7 +162,7 @@ pub fn plan_enqueue(
                     let body = folded_body(create, &folded, op);
                     // Folded, a body larger than a body may be is not: the edits stay rows.
                     if body.as_ref().is_none_or(body_size::fits) {
-                        return merge_into_create(base, create, &folded, body, reissue_id, scope_rows);
+                        return merge_into_create(base, create, &folded, body, reissue_id);
                     }
                 }
             }
@@ -201,7 +201,13 @@ pub fn plan_enqueue(
     // (by its place in `rows`, not by `savedAt`: a successor written by a tab whose clock
     // is behind carries an earlier `savedAt` than the row it waits for). The wall is before
     // every row of `rows`.
-    let last_flying = rows.iter().filter(|r| flying(r)).max_by_key(|r| (r.sent_at, r.saved_at));
+    // Of two with the greatest `(sentAt, savedAt)`, the later in `rows` (as `max_by_key`).
+    let mut last_flying: Option<&Row> = None;
+    for r in rows {
+        if flying(r) && last_flying.is_none_or(|l| (r.sent_at, r.saved_at) >= (l.sent_at, l.saved_at)) {
+            last_flying = Some(r);
+        }
+    }
     let place = |r: &Row| rows.iter().position(|x| x.id == r.id);
     let anchor = match kept.last().copied().or(wall) {
         Some(last_kept) => Some(last_flying.filter(|f| place(f) > place(last_kept)).unwrap_or(last_kept).id.clone()),
@@ -330,7 +336,6 @@ fn merge_into_create(
     folded: &[&Row],
     body: Option<Value>,
     reissue_id: &str,
-    scope_rows: &[Value],
 ) -> EnqueuePlan {
     let mut absorbed: Vec<String> = Vec::with_capacity(folded.len() + 1);
     for r in folded {
@@ -351,7 +356,8 @@ fn merge_into_create(
         for r in folded {
             skip.push(r.id.as_str());
         }
-        plan.puts = repoint(scope_rows, &create.id, reissue_id, &skip);
+        // `plan.expected`: the scope's rows as read.
+        plan.puts = repoint(&plan.expected, &create.id, reissue_id, &skip);
     } else {
         refingerprint(&mut merged);
     }

@@ -65,7 +65,7 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
             for k in map.keys() {
                 keys.push(k);
             }
-            crate::sort::stable_by(&mut keys, |a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            crate::sort::stable_by(&mut keys, |a, b| utf16_order(a, b));
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
@@ -77,6 +77,34 @@ fn write<const EXACT: bool>(out: &mut String, value: &Value) {
             }
             out.push('}');
         }
+    }
+}
+
+/// The order of `a` and `b` by their UTF-16 code units (JCS's order of keys), read char by
+/// char: smaller in the wasm module than comparing their `encode_utf16` iterators (issue
+/// 35). The first chars that differ decide: a char beyond U+FFFF is written from a high
+/// surrogate (U+D800..U+DBFF), after every char below U+D800 and before every char from
+/// U+E000 on, whose own code units they are ([`first_unit`]); two chars beyond U+FFFF are
+/// in the order of their surrogate pairs, which is the order of the chars themselves.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut a, mut b) = (a.chars(), b.chars());
+    loop {
+        match (a.next(), b.next()) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => return first_unit(x).cmp(&first_unit(y)).then(x.cmp(&y)),
+            (x, y) => return x.is_some().cmp(&y.is_some()),
+        }
+    }
+}
+
+/// Where `c`'s first UTF-16 code unit sorts among the chars of one code unit: a char
+/// beyond U+FFFF as U+D800, the first high surrogate (no char is a surrogate itself).
+fn first_unit(c: char) -> u32 {
+    let n = u32::from(c);
+    if n >= 0x1_0000 {
+        0xD800
+    } else {
+        n
     }
 }
 
@@ -222,6 +250,41 @@ fn write_string(out: &mut String, s: &str) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn keys_are_ordered_by_their_utf16_code_units() {
+        // Every string of up to three chars from chars around the places UTF-16 order and
+        // code point order part (U+E000..U+FFFF sort after the surrogates of U+10000 and
+        // up), with high surrogates shared and not: the same order as `encode_utf16`'s.
+        let chars = [
+            'a',
+            'z',
+            '\u{e9}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{ffff}',
+            '\u{10000}',
+            '\u{103ff}',
+            '\u{10400}',
+            '\u{1f600}',
+            '\u{10ffff}',
+        ];
+        let mut strings = vec![String::new()];
+        for len in 1..=3 {
+            let mut next = Vec::new();
+            for s in strings.iter().filter(|s| s.chars().count() == len - 1) {
+                for c in chars {
+                    next.push(format!("{s}{c}"));
+                }
+            }
+            strings.extend(next);
+        }
+        for a in &strings {
+            for b in &strings {
+                assert_eq!(utf16_order(a, b), a.encode_utf16().cmp(b.encode_utf16()), "{a:?} {b:?}");
+            }
+        }
+    }
 
     fn js(f: f64) -> String {
         let mut s = String::new();

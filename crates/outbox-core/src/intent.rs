@@ -168,7 +168,9 @@ fn same_but_successor_of(a: &Value, b: &Value) -> bool {
 #[must_use]
 pub fn convert_scopes(intent: &Row, create_id: Option<&str>, prepared: &Prepared) -> Vec<Scope> {
     let mut s = vec![Scope::Id(intent.id.clone())];
-    s.extend(create_id.map(|c| Scope::Id(c.to_owned())));
+    if let Some(c) = create_id {
+        s.push(Scope::Id(c.to_owned()));
+    }
     s.push(Scope::target(&intent.owner, &prepared.target));
     s.push(Scope::target(&intent.owner, &intent.target));
     s

@@ -1,6 +1,7 @@
 //! Observability (SPEC §12): counts by state from stored rows, and this tab's counters.
 
-use crate::codec::Stored;
+use crate::accounts::stored_owner;
+use crate::codec::decode;
 use crate::outcome::{Outcome, OutcomeClass};
 use crate::row::RowState;
 use crate::time::Millis;
@@ -103,8 +104,8 @@ pub fn compute(rows: &[Value], owner: Option<&str>, counters: &Counters, now: Mi
     };
     let mut oldest: Option<Millis> = None;
     for raw in rows {
-        match Stored::from_value(raw) {
-            Stored::Row(r) => {
+        match decode(raw) {
+            Ok(r) => {
                 if owner.is_some_and(|o| o != r.owner) {
                     continue;
                 }
@@ -120,8 +121,8 @@ pub fn compute(rows: &[Value], owner: Option<&str>, counters: &Counters, now: Mi
                     RowState::Blocked => s.blocked += 1,
                 }
             }
-            Stored::Undecodable(u) => {
-                if owner.is_none() || owner == u.owner.as_deref() {
+            Err(_) => {
+                if owner.is_none() || owner == stored_owner(raw) {
                     m.undecodable += 1;
                 }
             }

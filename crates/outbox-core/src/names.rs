@@ -58,8 +58,9 @@ impl Numbered {
         self.0.remove(name);
     }
 
-    /// Keeps the names for which `keep(name, number)` is true, removes the others.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str, u64) -> bool) {
+    /// Keeps the names for which `keep(name, number)` is true, removes the others. `keep`
+    /// is a `dyn`: one copy of the map's retain in the module, whoever calls (issue 35).
+    pub fn retain(&mut self, keep: &mut dyn FnMut(&str, u64) -> bool) {
         self.0.retain(|name, n| keep(name, n.as_u64().unwrap_or_default()));
     }
 
@@ -149,7 +150,7 @@ mod tests {
         m.remove("b");
         assert_eq!((m.get("b"), m.len()), (None, 2));
         let mut seen = Vec::new();
-        m.retain(|name, n| {
+        m.retain(&mut |name: &str, n| {
             seen.push((name.to_owned(), n));
             n != 2
         });

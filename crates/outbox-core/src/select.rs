@@ -107,7 +107,9 @@ pub fn select<'a>(
             Err(Unsendable::InFlightElsewhere) => in_flight_until(r, now, lease_ms),
             Err(_) => None,
         };
-        next_due_at = due.into_iter().chain(next_due_at).min();
+        if let Some(due) = due {
+            next_due_at = Some(next_due_at.map_or(due, |n: Millis| n.min(due)));
+        }
     }
     sort_rows(&mut sendable);
     Selection { sendable, next_due_at }

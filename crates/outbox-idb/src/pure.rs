@@ -5,7 +5,7 @@ use crate::convert::{from_js, row_from_app, to_js};
 use crate::error::{OutboxError, Result};
 use js_sys::{Array, Function, Reflect};
 use outbox_core::classify::classify_http;
-use outbox_core::codec::Stored;
+use outbox_core::codec::{decode, Stored};
 use outbox_core::inflight::{is_row_in_flight, DEFAULT_LEASE_MS};
 use outbox_core::select::select_sendable;
 use outbox_core::{Millis, Outcome};
@@ -95,19 +95,19 @@ pub fn classify_http_js(
 /// fields in order; a transient one's `code` and `retryAfterMs` only when present), set key
 /// by key: serde's serializer of `Outcome`, built for this one call, was larger (issue 35).
 fn outcome_to_js(o: Outcome) -> JsValue {
-    let obj = js_sys::Object::new();
-    let set = |k: &str, v: &JsValue| drop(Reflect::set(&obj, &k.into(), v));
+    let obj: JsValue = js_sys::Object::new().into();
+    let set = |k: &str, v: &JsValue| crate::js::set(&obj, k, v);
     let (tag, code) = match o {
         Outcome::Success { receipt, replayed } => {
             set("type", &"success".into());
             set("receipt", &to_js(&receipt));
             set("replayed", &replayed.into());
-            return obj.into();
+            return obj;
         }
         Outcome::Conflict { actual_revision } => {
             set("type", &"conflict".into());
             set("actualRevision", &to_js(&actual_revision));
-            return obj.into();
+            return obj;
         }
         Outcome::Auth => ("auth", None),
         Outcome::Permanent { code } => ("permanent", Some(code)),
@@ -120,14 +120,14 @@ fn outcome_to_js(o: Outcome) -> JsValue {
                 // The double JSON.parse reads of the integer's digits: the nearest one.
                 set("retryAfterMs", &(ms as f64).into());
             }
-            return obj.into();
+            return obj;
         }
     };
     set("type", &tag.into());
     if let Some(code) = code {
         set("code", &code.into());
     }
-    obj.into()
+    obj
 }
 
 /// The sendable rows (SPEC §8) of `rows`, in `(savedAt, id)` order; `onlineSince`: when the
@@ -184,9 +184,10 @@ pub fn is_row_in_flight_js(
     #[wasm_bindgen(js_name = leaseMs, unchecked_optional_param_type = "number")] lease_ms: JsValue,
 ) -> std::result::Result<bool, JsValue> {
     let now = Millis(number(&now, "now")? as i64);
-    Ok(match Stored::from_value(&row_from_app(&row)) {
-        Stored::Row(r) => is_row_in_flight(&r, now, lease(&lease_ms)?),
-        Stored::Undecodable(_) => false,
+    // Decoded alone: an undecodable row's `Undecodable` (its id, owner and copy) is not built.
+    Ok(match decode(&row_from_app(&row)) {
+        Ok(r) => is_row_in_flight(&r, now, lease(&lease_ms)?),
+        Err(_) => false,
     })
 }
 

@@ -88,7 +88,9 @@ impl ClaimBatch {
                     for scope in cp.plan.scopes {
                         if !plan.scopes.contains(&scope) {
                             if let Scope::Id(id) = &scope {
-                                plan.expected.extend(find(current, id).cloned());
+                                if let Some(raw) = find(current, id) {
+                                    plan.expected.push(raw.clone());
+                                }
                             }
                             plan.scopes.push(scope);
                         }

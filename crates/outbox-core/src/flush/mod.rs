@@ -416,7 +416,7 @@ impl Flush {
     fn free(&mut self, token: Token, out: &mut Outstanding) {
         let owner = &self.opts.owner;
         let id = self.id;
-        self.held.retain(|target, t| {
+        self.held.retain(&mut |target, t| {
             if t == token {
                 out.release(id, owner, target);
             }

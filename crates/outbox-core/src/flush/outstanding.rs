@@ -88,7 +88,7 @@ impl Outstanding {
     /// flush, whether it ended or failed (a storage error, a killed driver): its sends are
     /// abandoned and their rows are taken over after the lease, by any tab.
     pub fn end(&mut self, flush: FlushId) {
-        self.held.retain(|_, f| f != flush);
+        self.held.retain(&mut |_, f| f != flush);
         self.app.retain(|(hold, ..)| *hold != flush);
     }
 

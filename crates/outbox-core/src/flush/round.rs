@@ -9,7 +9,7 @@ use super::spread::{go_on_elsewhere, start_anywhere};
 use super::task::Task;
 use super::Flush;
 use crate::accounts::owned_stored;
-use crate::codec::Stored;
+use crate::codec::{decode, Stored};
 use crate::intent::{awaited_create, is_orphan_intent};
 use crate::names::Lookup;
 use crate::select::{select, stored_index};
@@ -70,7 +70,9 @@ impl Flush {
                 continue;
             }
             let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|p| raws[p].clone());
-            picked.extend(Candidate::new(raws[at].clone(), pred));
+            if let Some(c) = Candidate::new(raws[at].clone(), pred) {
+                picked.push(c);
+            }
         }
         self.candidates = start_anywhere(picked, draws.unit());
         let mut orphans: Vec<(Value, String)> = Vec::new();
@@ -91,7 +93,7 @@ impl Flush {
             let id = raw["id"].as_str().unwrap_or_default().to_owned();
             self.memory.orphans_tried.insert(id);
             let token = self.token();
-            let intent = Stored::from_value(&raw).row().cloned().expect("decoded above");
+            let intent = decode(&raw).expect("decoded above");
             let task = Task::orphan(raw, intent, create, &self.opts);
             self.emit(token, &task);
             self.tasks.insert(token, task);
