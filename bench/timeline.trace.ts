@@ -4,7 +4,8 @@
 //   npx playwright test -c playwright.timeline.config.ts
 // (TIMELINE_N rows, default 1,000; TIMELINE_SEND "instant", "fetch" or both; TIMELINE_RUNS
 // runs of each, default 2; TIMELINE_CPU=1 adds the renderer's CPU profile, self time per
-// function, and writes it as .cpuprofile beside the test's output). Not part of
+// function, and writes it as .cpuprofile beside the test's output; build the package with
+// OUTBOX_KEEP_NAMES=1 scripts/build.sh first for the wasm functions' names). Not part of
 // scripts/bench.sh: it explains the figures, it does not take them.
 import { test } from "@playwright/test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -72,7 +72,12 @@ sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 # against `-Oz --converge` (2026-12-06; -Os alone −0.4 KB: gzip takes -Os's code better than
 # -Oz's smaller one).
 echo "[build] wasm-opt -Os --flatten --rereloop -Os -Os --converge (npm binaryen)"
-npx wasm-opt --low-memory-unused -Os --flatten --rereloop -Os -Os --converge --strip-debug --strip-producers --strip-target-features \
+# OUTBOX_KEEP_NAMES=1 keeps the functions' names in the module (`-g` instead of
+# `--strip-debug`), so that a CPU profile names them (bench/timeline.trace.ts with
+# TIMELINE_CPU=1); the module is then about 35 KB gzip larger, and its size only printed.
+names=--strip-debug
+if [ "${OUTBOX_KEEP_NAMES:-0}" = 1 ]; then names=-g; export SKIP_SIZE_BUDGET=1; fi
+npx wasm-opt --low-memory-unused -Os --flatten --rereloop -Os -Os --converge "$names" --strip-producers --strip-target-features \
   pkg/outbox_idb_bg.wasm -o pkg/outbox_idb_bg.opt.wasm
 mv pkg/outbox_idb_bg.opt.wasm pkg/outbox_idb_bg.wasm
 # The gate only when asked: a newcomer building the package waits for the package alone
