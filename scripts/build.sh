@@ -74,7 +74,7 @@ sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 echo "[build] wasm-opt -Os --flatten --rereloop -Os -Os --converge (npm binaryen)"
 # OUTBOX_KEEP_NAMES=1 keeps the functions' names in the module (`-g` instead of
 # `--strip-debug`), so that a CPU profile names them (bench/timeline.trace.ts with
-# TIMELINE_CPU=1); the module is then about 35 KB gzip larger, and its size only printed.
+# TIMELINE_CPU=1); the module is then about 35 KB gzip larger and its budget not checked.
 names=--strip-debug
 if [ "${OUTBOX_KEEP_NAMES:-0}" = 1 ]; then names=-g; export SKIP_SIZE_BUDGET=1; fi
 npx wasm-opt --low-memory-unused -Os --flatten --rereloop -Os -Os --converge "$names" --strip-producers --strip-target-features \
