@@ -299,7 +299,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         }
         // `drive` gathers the writes for its one transaction at a time (`write_together`):
         // none comes here, and the future of every other request stays small.
-        Request::Write { .. } => unreachable!("run gathers the writes"),
+        Request::Write { .. } => unreachable!("drive gathers the writes"),
         Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
         Request::Prepare { token, intent, predecessor, receipt } => {
             let arg = js_sys::Object::new();

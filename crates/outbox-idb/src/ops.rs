@@ -7,9 +7,10 @@ use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort, Transacted};
 use crate::idb::{Durability, Store};
 use crate::inner::Inner;
-use crate::outbox::Call;
 use outbox_core::{decode, ReplaceOutcome, Scope};
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
@@ -50,7 +51,13 @@ pub type OwnerPlanner = fn(&str, &[Value]) -> Option<(outbox_core::ReplacePlan, 
 /// re-plan inside one strict transaction over the rows the first plan named. The call's
 /// body itself, resolving with the number of rows changed: no wrapper future per command
 /// (issue 35).
-pub fn owner_wide(inner: Rc<Inner>, owner: JsValue, what: &'static str, planner: OwnerPlanner) -> Call {
+/// (The future is the api layer's `outbox::Call`, written out: this layer does not use that one.)
+pub fn owner_wide(
+    inner: Rc<Inner>,
+    owner: JsValue,
+    what: &'static str,
+    planner: OwnerPlanner,
+) -> Pin<Box<dyn Future<Output = crate::error::Result<JsValue>>>> {
     Box::pin(async move {
         inner.check_open()?;
         let owner = owner_arg(&owner)?;

@@ -126,7 +126,7 @@ impl Connection {
         if let State::Open(db) = self.state.replace(State::Closed) {
             db.close();
         }
-        // An `Opening` open closes its connection when it arrives (see `start_open`), or,
+        // An `Opening` open closes its connection when it arrives (see `Connection::settle`), or,
         // if no call awaits it any more, its request was abandoned and closes it (`open.rs`).
     }
 
