@@ -6,6 +6,7 @@ use crate::driver::{drive, Ports};
 use crate::error::{OutboxError, Result};
 use crate::idb::Store;
 use crate::inner::{Inner, Options};
+use crate::ops::Call;
 use js_sys::{Function, Promise};
 use outbox_core::{Flush, FlushOptions};
 use std::future::Future;
@@ -23,11 +24,6 @@ use wasm_bindgen::prelude::*;
 pub struct Outbox {
     pub(crate) inner: Rc<Inner>,
 }
-
-/// An API call's body: one type of future (boxed) for every exported method, so what
-/// turns it into a promise is built into the wasm module once, not once per method (about
-/// 19 KB raw, issue 35).
-pub(crate) type Call = Pin<Box<dyn Future<Output = Result<JsValue>>>>;
 
 /// Runs an async API body as a promise that rejects with a coded `Error`. A panic inside
 /// rejects it with `INTERNAL` ([`crate::panic`]).
