@@ -27,45 +27,31 @@ pub struct Store {
 
 impl Store {
     /// Opens `name` now (so that a bad name or a refused database fails at `open`), waiting
-    /// at most [`DEFAULT_OPEN_TIMEOUT_MS`] for other tabs.
+    /// at most [`DEFAULT_OPEN_TIMEOUT_MS`] for other tabs; no app stores. The tests' store;
+    /// an outbox opens its own with [`Store::new_app`] and [`Store::connect`].
     ///
     /// # Errors
     /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
     pub async fn open(name: &str) -> Result<Rc<Store>> {
-        Store::open_with(name, DEFAULT_OPEN_TIMEOUT_MS).await
-    }
-
-    /// [`Store::open`], where opening (and every later reopen) fails with `BLOCKED` after
-    /// waiting `open_timeout_ms` for other tabs.
-    ///
-    /// # Errors
-    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened.
-    pub async fn open_with(name: &str, open_timeout_ms: u32) -> Result<Rc<Store>> {
-        Store::open_app(name, open_timeout_ms, None).await
-    }
-
-    /// [`Store::open_with`] with the app's own stores (`records`), created or upgraded with
-    /// the queue's.
-    ///
-    /// # Errors
-    /// As [`Store::open_with`]; `SCHEMA_NEWER` when the database holds a newer app schema.
-    pub async fn open_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Result<Rc<Store>> {
-        let store = Store::new_app(name, open_timeout_ms, app);
+        let store = Store::new_app(name, DEFAULT_OPEN_TIMEOUT_MS, None);
         store.connect().await?;
         Ok(store)
     }
 
-    /// [`Store::open_app`] in two steps, for a caller that awaits the open itself (no future
-    /// of its own, issue 35): the store, not opened yet, then [`Store::connect`].
+    /// The store of database `name` with the app's own stores (`records`), created or
+    /// upgraded with the queue's, not opened yet: [`Store::connect`] opens it, so that its
+    /// caller awaits the open itself (no future of its own, issue 35). Opening, and every
+    /// later reopen, fails with `BLOCKED` after waiting `open_timeout_ms` for other tabs.
     pub(crate) fn new_app(name: &str, open_timeout_ms: u32, app: Option<AppSchema>) -> Rc<Store> {
         let conn = Connection::new(name, open_timeout_ms, app.map(Rc::new));
         Rc::new(Store { name: name.to_owned(), conn })
     }
 
-    /// Opens the connection now (see [`Store::open_app`]).
+    /// Opens the connection now (see [`Store::new_app`]).
     ///
     /// # Errors
-    /// As [`Store::open_app`].
+    /// `BLOCKED`, `STORAGE`, `QUOTA` when the database cannot be opened; `SCHEMA_NEWER` when
+    /// it holds a newer app schema.
     pub(crate) fn connect(&self) -> impl std::future::Future<Output = Result<web_sys::IdbDatabase>> + '_ {
         self.conn.get()
     }
