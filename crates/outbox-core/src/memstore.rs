@@ -10,6 +10,10 @@ use crate::row::stored_order_key;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+fn without_spans(scopes: &[Scope]) -> Vec<Scope> {
+    scopes.iter().filter(|s| !matches!(s, Scope::Span { .. })).cloned().collect()
+}
+
 /// Rows keyed by id, as stored; and the app's records, keyed by store and key (records
 /// keep their key at the key path `id`, like an app store declared with `keyPath: "id"`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,10 +75,23 @@ impl MemStore {
         out
     }
 
-    /// The distinct rows of the scopes.
+    /// The distinct rows of the scopes (a [`Scope::Span`]'s first `count` rows only, as the
+    /// index gives them).
     #[must_use]
     pub fn read(&self, scopes: &[Scope]) -> Vec<Value> {
-        rows_in_scopes(self.rows.values(), scopes)
+        let mut out = rows_in_scopes(self.rows.values(), &without_spans(scopes));
+        for s in scopes {
+            if let Scope::Span { owner, count, .. } = s {
+                let mut stretch: Vec<Value> = self.read_owner(owner).into_iter().filter(|r| s.contains(r)).collect();
+                stretch.truncate(*count as usize);
+                for r in stretch {
+                    if !out.contains(&r) {
+                        out.push(r);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Replace (§4): re-read the plan's scopes, compare with `expected`, apply or refuse.

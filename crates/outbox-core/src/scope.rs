@@ -5,7 +5,7 @@ use crate::fingerprint::canonical_json;
 use serde_json::Value;
 
 /// A set of stored rows a replace re-reads and compares.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Scope {
     /// Every row with this owner and target (index `[owner, target]`).
     Target {
@@ -21,6 +21,22 @@ pub enum Scope {
     /// read and change in one replace. One scope, not one per row: a replace over N rows
     /// then costs one read and work in proportion to N.
     Owner(String),
+    /// The first `count` rows, in the `[owner, savedAt]` index's order (`savedAt`, then
+    /// key), of this owner's rows whose `savedAt` is in `from..=to`: a stretch of the queue
+    /// a flush read in its round, re-read in one request instead of one per row (issue 35).
+    /// A row of the stretch not among them has changed (its `savedAt`, or rows saved since
+    /// pushed it past `count`) or is gone: a claim finds it stale, as a read by key would.
+    /// [`Scope::contains`] ignores `count`: it says which rows may be among them.
+    Span {
+        /// Account.
+        owner: String,
+        /// The first row's `savedAt`.
+        from: f64,
+        /// The last row's `savedAt`.
+        to: f64,
+        /// How many rows the stretch holds, counted from the first with `savedAt` `from`.
+        count: u32,
+    },
 }
 
 impl Scope {
@@ -42,6 +58,10 @@ impl Scope {
             Scope::Owner(owner) => {
                 raw.get("owner").and_then(Value::as_str) == Some(owner)
                     && raw.get("savedAt").is_some_and(Value::is_number)
+            }
+            Scope::Span { owner, from, to, .. } => {
+                raw.get("owner").and_then(Value::as_str) == Some(owner)
+                    && raw.get("savedAt").and_then(Value::as_f64).is_some_and(|t| *from <= t && t <= *to)
             }
         }
     }

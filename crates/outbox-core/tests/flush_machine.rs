@@ -31,6 +31,19 @@ fn queue_of(n: i64) -> MemStore {
     store
 }
 
+/// The ids of the rows a flush's claim batch (`token`, its `scopes`) claims in `store`.
+fn claimed(f: &mut Flush, token: outbox_core::Token, store: &MemStore, scopes: &[outbox_core::Scope]) -> Vec<String> {
+    let now = outbox_core::Millis(T0 + 10);
+    let plan = f.plan(token, &store.read(scopes), now, &mut Fixed(0.0)).expect("claims");
+    let mut ids = Vec::new();
+    for put in &plan.puts {
+        if put["state"] == json!("sending") {
+            ids.push(put["id"].as_str().unwrap().to_owned());
+        }
+    }
+    ids
+}
+
 /// The target of the first row the flush claims, with `unit` as every draw.
 fn first_claimed(unit: f64) -> String {
     let store = queue_of(4);
@@ -40,11 +53,9 @@ fn first_claimed(unit: f64) -> String {
     let mut f = Flush::new(opts, &mut out);
     let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
     f.handle_rows(token, &store.read_owner(&owner), outbox_core::Millis(T0), &mut Fixed(unit), &mut out);
-    let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims") };
-    match &scopes[0] {
-        outbox_core::Scope::Id(id) => store.get(id).unwrap()["target"].as_str().unwrap().to_owned(),
-        other => panic!("a claim reads its row by id, not {other:?}"),
-    }
+    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("then claims") };
+    let ids = claimed(&mut f, token, &store, &scopes);
+    store.get(&ids[0]).unwrap()["target"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -94,14 +105,8 @@ fn s8_a_random_start_never_reorders_the_rows_of_one_record() {
         let mut f = Flush::new(FlushOptions::new("alice", Tab::new("tab-a")), &mut out);
         let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
         f.handle_rows(token, &store.read_owner(&owner), outbox_core::Millis(T0 + 5), &mut Fixed(unit), &mut out);
-        let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims") };
-        let ids: Vec<String> = scopes
-            .iter()
-            .map(|s| match s {
-                outbox_core::Scope::Id(id) => id.clone(),
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("then claims") };
+        let ids = claimed(&mut f, token, &store, &scopes);
         assert!(ids.contains(&"a".to_owned()), "draw {unit}: w:1 starts with its older row a, not b: {ids:?}");
         assert!(!ids.contains(&"b".to_owned()), "draw {unit}: b waits for a");
     }
@@ -432,10 +437,10 @@ fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_am
     assert_eq!(f.poll_request(), None, "and claims nothing until it knows");
     let ids: Vec<String> = later.read_owner(&owner).iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
     f.handle_ids(token, &ids, &mut Fixed(0.0), &mut out);
-    let Some(Request::Write { scopes, .. }) = f.poll_request() else { panic!("then claims again") };
+    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("then claims again") };
     assert_eq!(
-        scopes,
-        vec![outbox_core::Scope::Id("r6".into()), outbox_core::Scope::Id("r7".into())],
+        claimed(&mut f, token, &later, &scopes),
+        ["r6", "r7"],
         "the rows another tab finished are not tried; the rows it holds were met once"
     );
 }
@@ -451,4 +456,54 @@ fn ids_that_leave_nothing_of_the_list_make_it_read_the_queue_again() {
     f.handle_ids(token, &[], &mut Fixed(0.0), &mut out);
     assert!(matches!(f.poll_request(), Some(Request::ReadOwner { .. })), "reads the queue again");
     assert!(!f.is_done(), "not done before that read is back");
+}
+
+#[test]
+fn a_claim_batch_rereads_its_rows_as_a_stretch_of_the_queue_not_one_read_per_row() {
+    let store = queue_of(8);
+    let (_, _, _, _, scopes) = first_batch_of_two(&store);
+    assert_eq!(
+        scopes,
+        [outbox_core::Scope::Span { owner: "alice".into(), from: T0 as f64, to: (T0 + 1) as f64, count: 2 }]
+    );
+}
+
+#[test]
+fn a_row_saved_into_a_claimed_stretch_since_the_round_leaves_the_last_row_unclaimed_and_queued() {
+    let store = queue_of(3);
+    let mut out = Outstanding::new();
+    let mut f = Flush::new(FlushOptions::new("alice", Tab::new("tab-a")), &mut out);
+    let now = outbox_core::Millis(T0 + 10);
+    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
+    f.handle_rows(token, &store.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
+    let Some(Request::Write { token, scopes }) = f.poll_request() else { panic!("claims r0..r2") };
+    // Meanwhile a tab whose clock is behind saved a row between r0 and r1: the stretch's
+    // count now ends before r2.
+    let mut later = store.clone();
+    later.seed(json!({"id": "x", "owner": "alice", "target": "w:x", "kind": "update", "body": {},
+                      "savedAt": T0, "state": "queued"}));
+    let r = later.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
+    f.handle_written(token, r, &mut out);
+    assert_eq!((f.report().claimed, f.report().stale), (2, 1), "r2 is stale, as if another tab had changed it");
+    assert_eq!(later.get("r2"), store.get("r2"), "r2 is left as it was: queued, no claim");
+    assert_eq!(later.get("r1").unwrap()["state"], json!("sending"));
+    // Its next claim reads it by id: a row a stretch keeps missing cannot start round after
+    // round.
+    let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads the queue again") };
+    f.handle_rows(token, &later.read_owner(&owner), now, &mut Fixed(0.0), &mut out);
+    let write = std::iter::from_fn(|| f.poll_request()).find(|r| matches!(r, Request::Write { .. }));
+    let Some(Request::Write { scopes, .. }) = write else { panic!("claims again") };
+    assert!(scopes.contains(&outbox_core::Scope::Id("r2".into())), "{scopes:?}");
+}
+
+#[test]
+fn rows_whose_saved_at_has_a_fraction_are_claimed_and_sent() {
+    let mut w = World::new(1);
+    for (i, at) in [0.25, 0.5, 1.75].iter().enumerate() {
+        w.store.seed(json!({"id": format!("r{i}"), "owner": "alice", "target": format!("w:{i}"), "kind": "create",
+                            "body": {"i": i}, "savedAt": T0 as f64 + at, "state": "queued"}));
+    }
+    let rep = w.flush(0, "alice");
+    assert_eq!((rep.claimed, rep.succeeded, rep.stale), (3, 3, 0));
+    assert!(w.store.read_owner("alice").is_empty());
 }

@@ -7,6 +7,7 @@
 //! for a whole batch at once.
 
 use super::request::FlushOptions;
+use super::stretch::{stretches, Place};
 use crate::claim::plan_claim;
 use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};
@@ -22,12 +23,15 @@ pub(super) struct Candidate {
     pub(super) id: String,
     pub(super) target: String,
     pub(super) successor_of: Option<String>,
+    /// Where the round read the row, and its predecessor (if it read one).
+    pub(super) places: (Option<Place>, Option<Place>),
 }
 
 impl Candidate {
     pub(super) fn new(raw: Value, pred: Option<Value>) -> Option<Candidate> {
         let row = decode(&raw).ok()?;
-        Some(Candidate { id: row.id, target: row.target, successor_of: row.successor_of, raw, pred })
+        let places = (None, None);
+        Some(Candidate { id: row.id, target: row.target, successor_of: row.successor_of, raw, pred, places })
     }
 }
 
@@ -48,22 +52,18 @@ pub(super) struct ClaimBatch {
 }
 
 impl ClaimBatch {
-    /// The rows and predecessors to re-read.
-    pub(super) fn scopes(&self) -> Vec<Scope> {
-        let mut scopes: Vec<Scope> = Vec::new();
-        let mut add = |id: &String| {
-            let s = Scope::Id(id.clone());
-            if !scopes.contains(&s) {
-                scopes.push(s);
-            }
-        };
+    /// The rows and predecessors to re-read: the stretches of the owner's queue the round
+    /// found them in, and by id those it did not read (a predecessor of another owner, or
+    /// undecodable).
+    pub(super) fn scopes(&self, owner: &str) -> Vec<Scope> {
+        let mut rows = Vec::new();
         for c in &self.items {
-            add(&c.id);
+            rows.push((&c.id, c.places.0));
             if let Some(p) = &c.successor_of {
-                add(p);
+                rows.push((p, c.places.1.filter(|_| c.pred.is_some())));
             }
         }
-        scopes
+        stretches(owner, &rows)
     }
 
     /// Plans the claims of the rows still as read; counts the others.

@@ -39,6 +39,7 @@ mod report;
 mod request;
 mod round;
 mod spread;
+mod stretch;
 mod task;
 mod tasks;
 
@@ -395,8 +396,9 @@ impl Flush {
                 self.tasks.insert(token, task);
             }
             Wait::Spawn(tasks, unclaimed) => {
-                for id in &unclaimed {
-                    self.memory.attempted.remove(id);
+                for id in unclaimed {
+                    self.memory.attempted.remove(&id);
+                    self.memory.by_id.insert(id);
                 }
                 for task in tasks {
                     let t = self.token();

@@ -61,4 +61,8 @@ pub(super) struct Memory {
     /// Conflict successors this flush wrote: one that conflicts again waits for the next
     /// flush, so two writers racing on one record cannot loop.
     pub(super) conflict_born: Names,
+    /// Rows a claim batch did not claim: their next claim reads them (and their
+    /// predecessors) by id, not as a stretch of the queue ([`super::stretch`]), so a row
+    /// a stretch keeps missing cannot start round after round.
+    pub(super) by_id: Names,
 }

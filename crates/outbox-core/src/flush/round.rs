@@ -6,6 +6,7 @@ use super::outstanding::{Outstanding, Taken};
 use super::phase::{Ending, Phase};
 use super::request::{Draws, Request, Token};
 use super::spread::{go_on_elsewhere, start_anywhere};
+use super::stretch::place;
 use super::task::Task;
 use super::Flush;
 use crate::accounts::owned_stored;
@@ -69,8 +70,12 @@ impl Flush {
             if self.memory.attempted.contains(&r.id) {
                 continue;
             }
-            let pred = r.successor_of.as_deref().and_then(|p| by_id.get(p)).map(|p| raws[p].clone());
-            if let Some(c) = Candidate::new(raws[at].clone(), pred) {
+            let pred_at = r.successor_of.as_deref().and_then(|p| by_id.get(p));
+            let pred = pred_at.map(|p| raws[p].clone());
+            if let Some(mut c) = Candidate::new(raws[at].clone(), pred) {
+                if !self.memory.by_id.contains(&r.id) {
+                    c.places = (place(&raws, at), pred_at.and_then(|p| place(&raws, p)));
+                }
                 picked.push(c);
             }
         }

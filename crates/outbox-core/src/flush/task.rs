@@ -113,7 +113,7 @@ impl Task {
     pub(super) fn request(&self, token: Token, opts: &FlushOptions) -> Option<Request> {
         let write = |scopes| Some(Request::Write { token, scopes });
         match self {
-            Task::Claim(batch) => write(batch.scopes()),
+            Task::Claim(batch) => write(batch.scopes(&opts.owner)),
             Task::Release(rows) => write(release_scopes(rows)),
             Task::Sending { row, .. } => Some(Request::Send { token, op: SendOp::of(row) }),
             Task::Answer(a) => write(ack_scopes(&a.row)),

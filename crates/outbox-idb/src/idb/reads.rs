@@ -47,6 +47,11 @@ pub(super) fn issue_reads(store: &IdbObjectStore, scopes: &[Scope]) -> Result<Re
             Scope::Owner(owner) => {
                 owner_range(owner).and_then(|r| store.index(BY_OWNER_SAVED_AT)?.get_all_with_key(&r))
             }
+            Scope::Span { owner, from, to, count } => {
+                let at = |t: f64| Array::of2(&owner.into(), &JsValue::from_f64(t));
+                IdbKeyRange::bound(&at(*from), &at(*to))
+                    .and_then(|r| store.index(BY_OWNER_SAVED_AT)?.get_all_with_key_and_limit(&r, *count))
+            }
         }
         .map_err(|e| OutboxError::storage("read", &e))?;
         requests.push(req);

@@ -58,7 +58,7 @@ impl View {
     pub fn knows(&self, scope: &Scope) -> bool {
         match scope {
             Scope::Id(id) => self.rows.contains_key(id) || self.writes.contains_key(id),
-            Scope::Target { .. } | Scope::Owner(_) => false,
+            Scope::Target { .. } | Scope::Owner(_) | Scope::Span { .. } => false,
         }
     }
 
