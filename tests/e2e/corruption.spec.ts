@@ -167,29 +167,36 @@ test("the database upgraded by another page while a flush runs: no row lost, eac
 // aborts its transaction, so the reads after it fail too: the flush must report the read
 // that failed (not the abort that followed it), write nothing, and leave every row to the
 // next flush, which sends each once.
-test("the second read of a flush's claim fails: that read's error, nothing written, each row sent once by the next flush", async ({ context, request }) => {
+test("the first of two reads of a flush's claim fails: that read's error, nothing written, each row sent once by the next flush", async ({ context, request }) => {
   const a = await openTab(context, { db, tab: "tab-a", users: [user] });
-  const ops = [];
-  for (const w of [1, 2, 3]) ops.push(await enqueue(a, { kind: "create", body: { entity: "workout", weight: w } }));
+  // The claim re-reads its rows as stretches of the [owner, savedAt] index, one read each.
+  // Six undecodable rows saved between the first row and the others split them into two
+  // stretches: two reads in the claim's transaction.
+  await setClock(a, T0);
+  const ops = [await enqueue(a, { kind: "create", body: { entity: "workout", weight: 1 } })];
+  const gap = [1, 2, 3, 4, 5, 6].map((i) => ({ id: `gap-${i}`, owner: user, savedAt: T0 + 1 }));
+  await raw(a, putAll, gap);
+  await setClock(a, T0 + 2);
+  for (const w of [2, 3]) ops.push(await enqueue(a, { kind: "create", body: { entity: "workout", weight: w } }));
   const before = await rows(a);
   expect(before.map((r) => r.state)).toEqual(["queued", "queued", "queued"]);
-  // The claim reads each row by its key (IDBObjectStore.getAll) in one readwrite
-  // transaction. Its second read is replaced by a request that fails later, in its turn:
-  // an `add` under that row's key, which exists (ConstraintError). The reads after it are
-  // then aborted (AbortError): the one the flush waits on.
-  await a.evaluate(() => {
-    const getAll = IDBObjectStore.prototype.getAll;
+  // Its first read (IDBIndex.getAll) is replaced by a request that fails later, in its
+  // turn: an `add` under the first row's key, which exists (ConstraintError). The read
+  // after it is then aborted (AbortError): the one the flush waits on.
+  await a.evaluate((existing) => {
+    const getAll = IDBIndex.prototype.getAll;
     let seen = 0;
     (window as any).__failedReads = 0;
-    IDBObjectStore.prototype.getAll = function (this: IDBObjectStore, ...args: any[]) {
-      if (this.transaction.mode === "readwrite" && (window as any).__failedReads === 0 && ++seen === 2) {
+    IDBIndex.prototype.getAll = function (this: IDBIndex, ...args: any[]) {
+      const tx = this.objectStore.transaction;
+      if (tx.mode === "readwrite" && (window as any).__failedReads === 0 && ++seen === 1) {
         (window as any).__failedReads = 1;
-        return this.add({ id: args[0] }) as unknown as IDBRequest<any[]>;
+        return this.objectStore.add({ id: existing }) as unknown as IDBRequest<any[]>;
       }
       return (getAll as any).apply(this, args);
     } as any;
-    (window as any).__restoreReads = () => { IDBObjectStore.prototype.getAll = getAll; };
-  });
+    (window as any).__restoreReads = () => { IDBIndex.prototype.getAll = getAll; };
+  }, ops[0].id);
   const failed = await a.evaluate(() =>
     window.outboxDemo.flushNow().then(
       (report: any) => ({ report }),
@@ -212,4 +219,5 @@ test("the second read of a flush's claim fails: that read's error, nothing writt
   expect(rep.succeeded).toBe(3);
   for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
   expect(await rows(a)).toEqual([]);
+  expect((await raw<any[]>(a, getAll)).map((r) => r.id)).toEqual(gap.map((r) => r.id));
 });
