@@ -190,8 +190,11 @@ test("the first of two reads of a flush's claim fails: that read's error, nothin
     (window as any).__failedReads = 0;
     IDBIndex.prototype.getAll = function (this: IDBIndex, ...args: any[]) {
       const tx = this.objectStore.transaction;
+      if (tx === (window as any).__failedTx) (window as any).__readsInFailedTx += 1;
       if (tx.mode === "readwrite" && (window as any).__failedReads === 0 && ++seen === 1) {
         (window as any).__failedReads = 1;
+        (window as any).__failedTx = tx;
+        (window as any).__readsInFailedTx = 1;
         return this.objectStore.add({ id: existing }) as unknown as IDBRequest<any[]>;
       }
       return (getAll as any).apply(this, args);
@@ -205,6 +208,8 @@ test("the first of two reads of a flush's claim fails: that read's error, nothin
     ),
   );
   expect(await a.evaluate(() => (window as any).__failedReads)).toBe(1);
+  // The failed read was not the transaction's last: the one after it was aborted.
+  expect(await a.evaluate(() => (window as any).__readsInFailedTx)).toBeGreaterThanOrEqual(2);
   expect(failed).toMatchObject({ code: "STORAGE" });
   // The read that failed, not the abort it caused in the reads after it.
   expect((failed as any).message).toMatch(/^read: /);

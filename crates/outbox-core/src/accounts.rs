@@ -31,11 +31,6 @@ pub fn stored_is_owned(owner: &str, raw: &Value) -> bool {
     stored_owner(raw) == Some(owner)
 }
 
-/// The stored values of `owner` among `rows`, in their order.
-pub fn owned_stored<'a>(owner: &'a str, rows: &'a [Value]) -> impl Iterator<Item = &'a Value> + 'a {
-    rows.iter().filter(move |raw| stored_is_owned(owner, raw))
-}
-
 /// The stored values of `rows` inside `scope`, in their order: all a planner working on
 /// that `(owner, target)` scope may compare or change, whatever else the caller read.
 #[must_use]
@@ -78,7 +73,7 @@ mod tests {
     #[test]
     fn only_the_named_owner_matches() {
         let rows = [json!({"id": "a", "owner": "alice"}), json!({"id": "b", "owner": "bob"}), json!({"id": "c"})];
-        let ids: Vec<&Value> = owned_stored("alice", &rows).map(|r| &r["id"]).collect();
+        let ids: Vec<&Value> = rows.iter().filter(|r| stored_is_owned("alice", r)).map(|r| &r["id"]).collect();
         assert_eq!(ids, vec![&json!("a")]);
         assert!(!stored_is_owned("alice", &rows[2]));
         assert!(same_owner(None, None) && !same_owner(Some("alice"), None) && !same_owner(None, Some("alice")));

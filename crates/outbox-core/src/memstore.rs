@@ -71,7 +71,15 @@ impl MemStore {
     #[must_use]
     pub fn read_owner(&self, owner: &str) -> Vec<Value> {
         let mut out: Vec<Value> = self.rows.values().filter(|r| stored_is_owned(owner, r)).cloned().collect();
-        crate::sort::stable_by_key(&mut out, stored_order_key);
+        // As the index orders them: `savedAt` exactly as stored (a fraction too), then key.
+        let saved = |r: &Value| r.get("savedAt").and_then(Value::as_f64);
+        crate::sort::stable_by(&mut out, |a, b| {
+            let by_time = match (saved(a), saved(b)) {
+                (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            };
+            by_time.then_with(|| stored_order_key(a).1.cmp(&stored_order_key(b).1))
+        });
         out
     }
 

@@ -72,3 +72,25 @@ impl Scope {
 pub fn key_string(raw: &Value) -> String {
     raw.get("id").map(canonical_json).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_span_may_hold_its_owners_rows_whose_saved_at_is_in_its_bounds() {
+        let span = Scope::Span { owner: "o".into(), from: 2.0, to: 3.5, count: 1 };
+        for (row, inside) in [
+            (json!({"owner": "o", "savedAt": 2}), true),
+            (json!({"owner": "o", "savedAt": 3.5}), true),
+            (json!({"owner": "o", "savedAt": 1.9}), false),
+            (json!({"owner": "o", "savedAt": 3.6}), false),
+            (json!({"owner": "o", "savedAt": "2"}), false),
+            (json!({"owner": "p", "savedAt": 3}), false),
+            (json!({"savedAt": 3}), false),
+        ] {
+            assert_eq!(span.contains(&row), inside, "{row}");
+        }
+    }
+}

@@ -507,3 +507,100 @@ fn rows_whose_saved_at_has_a_fraction_are_claimed_and_sent() {
     assert_eq!((rep.claimed, rep.succeeded, rep.stale), (3, 3, 0));
     assert!(w.store.read_owner("alice").is_empty());
 }
+
+/// Drives a flush of alice's queue in `store` until its first send (or its end, or `max`
+/// steps), handing each read of the queue without the row `hidden` (a row the driver's
+/// read dropped, still in the index) and holding the record `held` for the app's own claim
+/// at the first write. Returns what was sent, the reads of the queue and the flush.
+fn drive_to_first_send(store: &MemStore, hidden: &str, held: Option<&str>, max: usize) -> (Vec<String>, usize, Flush) {
+    let mut out = Outstanding::new();
+    let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
+    opts.concurrency = 1;
+    let mut f = Flush::new(opts, &mut out);
+    let now = outbox_core::Millis(T0 + 10);
+    let (mut sent, mut rounds, mut store) = (Vec::new(), 0, store.clone());
+    let mut hold = held;
+    for _ in 0..max {
+        let Some(req) = f.poll_request() else { break };
+        match req {
+            Request::ReadOwner { token, owner } => {
+                rounds += 1;
+                let rows: Vec<_> = store.read_owner(&owner).into_iter().filter(|r| r["id"] != json!(hidden)).collect();
+                f.handle_rows(token, &rows, now, &mut Fixed(0.0), &mut out);
+            }
+            Request::ReadIds { token, owner } => {
+                let ids: Vec<String> =
+                    store.read_owner(&owner).iter().filter_map(|r| r["id"].as_str().map(str::to_owned)).collect();
+                f.handle_ids(token, &ids, &mut Fixed(0.0), &mut out);
+            }
+            Request::Write { token, scopes } => {
+                if let Some(target) = hold.take() {
+                    // The app's own claim of that record, in this tab, meanwhile.
+                    assert!(out.hold_app_claim("alice", target, "app", 1).is_some());
+                }
+                let r = store.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
+                f.handle_written(token, r, &mut out);
+            }
+            Request::Send { op, .. } => {
+                sent.push(op.id.clone());
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    (sent, rounds, f)
+}
+
+/// `x`, an undecodable row at `T0` the driver's read left out, is still in the index before
+/// `c`: `c`'s stretch (counted without `x`) ends before `c`.
+fn queue_with_a_hidden_row() -> MemStore {
+    let mut store = MemStore::new();
+    store.seed(json!({"id": "a-x", "owner": "alice", "savedAt": T0}));
+    store.seed(json!({"id": "c", "owner": "alice", "target": "w:1", "kind": "update", "body": {}, "savedAt": T0,
+                      "state": "queued"}));
+    store
+}
+
+#[test]
+fn a_row_its_stretch_keeps_missing_is_read_by_id_and_sent() {
+    let (sent, rounds, f) = drive_to_first_send(&queue_with_a_hidden_row(), "a-x", None, 200);
+    assert_eq!(sent, ["c"]);
+    assert_eq!((rounds, f.report().stale), (2, 1), "one stale claim, then a claim by id");
+}
+
+#[test]
+fn a_predecessor_its_stretch_keeps_missing_is_read_by_id_and_its_successor_sent() {
+    let mut store = MemStore::new();
+    store.seed(json!({"id": "a-x", "owner": "alice", "savedAt": T0}));
+    store.seed(json!({"id": "c", "owner": "alice", "target": "w:1", "kind": "update", "body": {}, "savedAt": T0,
+                      "state": "blocked", "blockedAt": T0, "blockedCode": "x"}));
+    store.seed(json!({"id": "s", "owner": "alice", "target": "w:1", "kind": "update", "body": {}, "savedAt": T0 + 1,
+                      "state": "queued", "successorOf": "c"}));
+    let (sent, rounds, f) = drive_to_first_send(&store, "a-x", None, 200);
+    assert_eq!(sent, ["s"], "s overtakes its blocked predecessor");
+    assert_eq!((rounds, f.report().stale), (2, 1));
+}
+
+#[test]
+fn a_row_its_stretch_missed_is_read_again_before_the_flush_ends_even_with_no_other_candidate_left() {
+    // `c`'s claim is stale (pushed out of its stretch); `y`, the only other candidate, is
+    // held by the app: without reading the queue again the flush would end with `c`
+    // queued, unchanged and sendable.
+    let mut store = queue_with_a_hidden_row();
+    store.seed(json!({"id": "y", "owner": "alice", "target": "w:y", "kind": "update", "body": {}, "savedAt": T0 + 1,
+                      "state": "queued"}));
+    let (sent, rounds, f) = drive_to_first_send(&store, "a-x", Some("w:y"), 200);
+    assert_eq!(sent, ["c"], "{:?}", f.report());
+    assert_eq!(rounds, 2);
+}
+
+#[test]
+fn the_rows_of_a_stretch_are_in_the_index_order_of_their_saved_at_not_their_ids() {
+    let mut w = World::new(1);
+    for (id, at) in [("a", 0.7), ("b", 0.2)] {
+        w.store.seed(json!({"id": id, "owner": "alice", "target": format!("w:{id}"), "kind": "create",
+                            "body": {}, "savedAt": T0 as f64 + at, "state": "queued"}));
+    }
+    let rep = w.flush(0, "alice");
+    assert_eq!((rep.claimed, rep.stale), (2, 0));
+}

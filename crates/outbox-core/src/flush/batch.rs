@@ -49,6 +49,9 @@ pub(super) struct ClaimBatch {
     pub(super) stale: u64,
     /// Rows no longer claimable for another reason.
     pub(super) skipped: u64,
+    /// A row (or a predecessor the round read) was not in its stretch: changed, gone, or
+    /// pushed out by rows saved into it since ([`super::stretch`]).
+    pub(super) missed: bool,
 }
 
 impl ClaimBatch {
@@ -60,7 +63,7 @@ impl ClaimBatch {
         for c in &self.items {
             rows.push((&c.id, c.places.0));
             if let Some(p) = &c.successor_of {
-                rows.push((p, c.places.1.filter(|_| c.pred.is_some())));
+                rows.push((p, c.places.1));
             }
         }
         stretches(owner, &rows)
@@ -78,7 +81,10 @@ impl ClaimBatch {
             // decides with it as it is. Counted stale, it would start the round again, and
             // again, for as long as it stays.
             let changed = c.pred.is_some() && pred_now != c.pred.as_ref();
-            if find(current, &c.id) != Some(&c.raw) || changed {
+            let row_now = find(current, &c.id);
+            self.missed |=
+                row_now.is_none() && c.places.0.is_some() || changed && pred_now.is_none() && c.places.1.is_some();
+            if row_now != Some(&c.raw) || changed {
                 stale += 1;
                 continue;
             }

@@ -54,7 +54,7 @@ use crate::plan::{ReplaceOutcome, ReplacePlan};
 use crate::release::Unsent;
 use crate::row::{Row, Ticket};
 use crate::time::Millis;
-use batch::Candidate;
+use batch::{Candidate, ClaimBatch};
 use intent_action::IntentAction;
 use phase::{Ending, Memory, Phase};
 use serde_json::Value;
@@ -221,6 +221,12 @@ impl Flush {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        if let (Task::Claim(ClaimBatch { missed: true, .. }), Phase::Draining { progress }) = (&task, &mut self.phase) {
+            // A row its stretch did not hold may be there unchanged (rows saved into the
+            // stretch since pushed it out): the queue is read again before the flush ends,
+            // and that row's next claim reads it by id.
+            *progress = true;
+        }
         if let Task::Orphan { intent, step: OrphanStep::Write(IntentAction::Convert(_)), .. } = &task {
             // §8 drain: an orphan converted in this flush lets the one that waited for it be
             // tried again in the next round (the commit counts as progress).

@@ -39,7 +39,8 @@ pub struct FlushReport {
     pub blocked: u64,
     /// Conflict successors written.
     pub conflicts: u64,
-    /// Claims that found the row changed by another tab.
+    /// Claims that found the row changed by another tab (or, read in a stretch of the queue,
+    /// pushed out of it: read again by id, [`super::stretch`]).
     pub stale: u64,
     /// Candidates not claimed (in flight, no longer sendable) or answers that were not mine.
     pub skipped: u64,

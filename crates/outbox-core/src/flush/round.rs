@@ -9,7 +9,7 @@ use super::spread::{go_on_elsewhere, start_anywhere};
 use super::stretch::place;
 use super::task::Task;
 use super::Flush;
-use crate::accounts::owned_stored;
+use crate::accounts::stored_is_owned;
 use crate::codec::{decode, Stored};
 use crate::intent::{awaited_create, is_orphan_intent};
 use crate::names::Lookup;
@@ -44,10 +44,15 @@ impl Flush {
         };
         let owner = self.opts.owner.clone();
         // Another owner's rows are never considered, whatever the driver read (§11).
-        let (mut stored, mut raws): (Vec<Stored>, Vec<&Value>) = (Vec::new(), Vec::new());
-        for raw in owned_stored(&owner, rows) {
-            stored.push(Stored::from_value(raw));
-            raws.push(raw);
+        // Each kept row's place in the read as the driver gave it (the index's order): a
+        // stretch counts every row of the index, also those not kept here.
+        let (mut stored, mut raws, mut read_at): (Vec<Stored>, Vec<&Value>, Vec<usize>) = Default::default();
+        for (i, raw) in rows.iter().enumerate() {
+            if stored_is_owned(&owner, raw) {
+                stored.push(Stored::from_value(raw));
+                raws.push(raw);
+                read_at.push(i);
+            }
         }
         let tab = &self.opts.tab;
         let selection = select(&stored, &tab.tab_id, now, tab.lease_ms, self.opts.online_since);
@@ -74,7 +79,7 @@ impl Flush {
             let pred = pred_at.map(|p| raws[p].clone());
             if let Some(mut c) = Candidate::new(raws[at].clone(), pred) {
                 if !self.memory.by_id.contains(&r.id) {
-                    c.places = (place(&raws, at), pred_at.and_then(|p| place(&raws, p)));
+                    c.places = (place(rows, read_at[at]), pred_at.and_then(|p| place(rows, read_at[p])));
                 }
                 picked.push(c);
             }

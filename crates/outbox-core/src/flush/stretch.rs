@@ -5,9 +5,12 @@
 //! A stretch is read as "the first `count` rows from `savedAt` `from` to `to`": the rows the
 //! round found there, counted from the first one with that `savedAt` (rows saved in the same
 //! millisecond before it included). A row whose `savedAt` is unchanged is found there unless
-//! rows were saved into the stretch since the round (another tab's clock behind this one's),
-//! which pushes the last ones out; a row not found is stale, as it would be if gone, and the
-//! round reads the queue again. So the stretches decide nothing a read by key would not.
+//! rows were saved into the stretch since the round (another tab's clock behind this one's)
+//! or the driver's read left a row of the index out: they push the last ones out. A row not
+//! found is stale, as it would be if changed or gone, so a stretch never claims on rows a
+//! read by key would not have; but it may leave one unclaimed that was there unchanged. So
+//! such a miss has the queue read again before the flush ends, and the row's next claim in
+//! the flush reads it by key (`Memory::by_id`): it is sent in the same flush.
 
 use crate::plan::Scope;
 use serde_json::Value;
@@ -29,10 +32,10 @@ pub(super) struct Place {
 
 /// The place of the round's row `at` (`None` if its `savedAt` is not a number: not in the
 /// index). Its ties are counted up to `GAP` + 1: more and it leads no stretch anyway.
-pub(super) fn place(raws: &[&Value], at: usize) -> Option<Place> {
-    let saved_at = raws[at].get("savedAt")?.as_f64()?;
+pub(super) fn place(rows: &[Value], at: usize) -> Option<Place> {
+    let saved_at = rows[at].get("savedAt")?.as_f64()?;
     let mut ties = 0;
-    while ties <= GAP && ties < at && raws[at - ties - 1].get("savedAt").and_then(Value::as_f64) == Some(saved_at) {
+    while ties <= GAP && ties < at && rows[at - ties - 1].get("savedAt").and_then(Value::as_f64) == Some(saved_at) {
         ties += 1;
     }
     Some(Place { at, ties, saved_at })
@@ -102,8 +105,7 @@ mod tests {
     /// The scopes for the rows at `picked` of the queue, and the ids they read in it.
     fn read(saved: &[f64], picked: &[usize]) -> (Vec<Scope>, Vec<String>) {
         let (rows, ids) = queue(saved);
-        let raws: Vec<&Value> = rows.iter().collect();
-        let asked: Vec<(&String, Option<Place>)> = picked.iter().map(|&i| (&ids[i], place(&raws, i))).collect();
+        let asked: Vec<(&String, Option<Place>)> = picked.iter().map(|&i| (&ids[i], place(&rows, i))).collect();
         let scopes = stretches("o", &asked);
         let mut store = MemStore::new();
         for r in &rows {
@@ -167,15 +169,13 @@ mod tests {
         // A `savedAt` that is no number gives no place; ties are equal numbers, as the
         // index compares them.
         let rows = [json!({"savedAt": 3}), json!({"savedAt": 3.0}), json!({"savedAt": 3.5}), json!({"savedAt": "3"})];
-        let raws: Vec<&Value> = rows.iter().collect();
-        assert_eq!(place(&raws, 0), Some(Place { at: 0, ties: 0, saved_at: 3.0 }));
-        assert_eq!(place(&raws, 1), Some(Place { at: 1, ties: 1, saved_at: 3.0 }));
-        assert_eq!(place(&raws, 2), Some(Place { at: 2, ties: 0, saved_at: 3.5 }));
-        assert_eq!(place(&raws, 3), None);
+        assert_eq!(place(&rows, 0), Some(Place { at: 0, ties: 0, saved_at: 3.0 }));
+        assert_eq!(place(&rows, 1), Some(Place { at: 1, ties: 1, saved_at: 3.0 }));
+        assert_eq!(place(&rows, 2), Some(Place { at: 2, ties: 0, saved_at: 3.5 }));
+        assert_eq!(place(&rows, 3), None);
         // Ties are counted up to one more than a stretch's first row may have.
         let many = vec![json!({"savedAt": 1}); GAP + 5];
-        let raws: Vec<&Value> = many.iter().collect();
-        assert_eq!(place(&raws, GAP + 4).map(|p| p.ties), Some(GAP + 1));
-        assert_eq!(place(&raws, GAP).map(|p| p.ties), Some(GAP));
+        assert_eq!(place(&many, GAP + 4).map(|p| p.ties), Some(GAP + 1));
+        assert_eq!(place(&many, GAP).map(|p| p.ties), Some(GAP));
     }
 }

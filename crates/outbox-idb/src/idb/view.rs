@@ -13,9 +13,14 @@ use outbox_core::plan::rows_in_scopes;
 use outbox_core::{ReplacePlan, Scope};
 use serde_json::Value;
 
-/// The key of a stored row: its id, or the planner's string of what stands for it.
+/// The key of a stored row: its id, or, for a key that is not a string (another writer's
+/// row), the planner's string of it after a NUL, which no string id read with it can equal:
+/// `5` and `"5"` are two rows (a stretch of the index reads rows beside the ones asked
+/// for, and a row must not stand in for another).
 pub fn key(row: &Value) -> String {
-    row.get("id").and_then(Value::as_str).map_or_else(|| outbox_core::plan::key_string(row), str::to_owned)
+    row.get("id")
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("\0{}", outbox_core::plan::key_string(row)), str::to_owned)
 }
 
 /// A row written as deleted in [`View`]'s writes (a stored row is always an object).
@@ -104,5 +109,24 @@ impl View {
             }
         }
         (writes, stand)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_key_that_is_not_a_string_never_stands_for_a_string_id() {
+        let (number, text) = (json!({"id": 5, "owner": "o", "savedAt": 1}), json!({"id": "5", "owner": "o"}));
+        assert_ne!(key(&number), key(&text));
+        assert_eq!(key(&text), "5");
+        let mut view = View::default();
+        view.load(vec![number.clone(), text.clone()]);
+        assert!(view.knows(&Scope::Id("5".into())));
+        assert_eq!(view.rows(&[Scope::Id("5".into())]), [text]);
+        let span = Scope::Span { owner: "o".into(), from: 1.0, to: 1.0, count: 1 };
+        assert_eq!(view.rows(&[span]), [number]);
     }
 }
