@@ -227,3 +227,44 @@ test("the first of two reads of a flush's claim fails: that read's error, nothin
   expect(mine(await rows(a))).toEqual([]);
   expect((await raw<any[]>(a, getAll)).map((r) => r.id)).toEqual(gap.map((r) => r.id));
 });
+
+// A write transaction of a flush aborted from outside after its reads (another script on the
+// page, a browser that gives up on it): the puts the plan then issues are refused, the flush
+// rejects with STORAGE, nothing of it is written, and the next flush sends each row once.
+test("a flush's write transaction aborted after its reads: a coded error, nothing written, each row sent once by the next flush", async ({ context, request }) => {
+  const a = await openTab(context, { db, tab: "tab-a", users: [user] });
+  const ops = [];
+  for (const w of [1, 2, 3]) ops.push(await enqueue(a, { kind: "create", body: { entity: "workout", weight: w } }));
+  const before = await rows(a);
+  await a.evaluate(() => {
+    const getAll = IDBIndex.prototype.getAll;
+    (window as any).__aborted = 0;
+    IDBIndex.prototype.getAll = function (this: IDBIndex, ...args: any[]) {
+      const req = (getAll as any).apply(this, args) as IDBRequest;
+      const tx = this.objectStore.transaction;
+      if (tx.mode === "readwrite" && (window as any).__aborted === 0) {
+        (window as any).__aborted = 1;
+        // Before the library's own listener (added after this returns): the transaction is
+        // aborted when the read has succeeded, before the plan's puts are issued.
+        req.addEventListener("success", () => tx.abort());
+      }
+      return req;
+    } as any;
+    (window as any).__restoreReads = () => { IDBIndex.prototype.getAll = getAll; };
+  });
+  const failed = await a.evaluate(() =>
+    window.outboxDemo.flushNow().then(
+      (report: any) => ({ report }),
+      (e: any) => ({ code: e.code, message: String(e.message) }),
+    ),
+  );
+  expect(await a.evaluate(() => (window as any).__aborted)).toBe(1);
+  expect(failed).toMatchObject({ code: "STORAGE" });
+  expect(await rows(a)).toEqual(before);
+  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(0);
+  await a.evaluate(() => (window as any).__restoreReads());
+  const rep = await flush(a);
+  expect(rep.succeeded).toBe(3);
+  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
+  expect(await rows(a)).toEqual([]);
+});
