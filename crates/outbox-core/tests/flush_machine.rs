@@ -513,6 +513,18 @@ fn rows_whose_saved_at_has_a_fraction_are_claimed_and_sent() {
 /// read dropped, still in the index) and holding the record `held` for the app's own claim
 /// at the first write. Returns what was sent, the reads of the queue and the flush.
 fn drive_to_first_send(store: &MemStore, hidden: &str, held: Option<&str>, max: usize) -> (Vec<String>, usize, Flush) {
+    drive_with(store, hidden, held, &|_| {}, max)
+}
+
+/// [`drive_to_first_send`], with `meanwhile` changing the store at the first write (another
+/// tab's work).
+fn drive_with(
+    store: &MemStore,
+    hidden: &str,
+    held: Option<&str>,
+    meanwhile: &dyn Fn(&mut MemStore),
+    max: usize,
+) -> (Vec<String>, usize, Flush) {
     let mut out = Outstanding::new();
     let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
     opts.concurrency = 1;
@@ -537,6 +549,7 @@ fn drive_to_first_send(store: &MemStore, hidden: &str, held: Option<&str>, max: 
                 if let Some(target) = hold.take() {
                     // The app's own claim of that record, in this tab, meanwhile.
                     assert!(out.hold_app_claim("alice", target, "app", 1).is_some());
+                    meanwhile(&mut store);
                 }
                 let r = store.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
                 f.handle_written(token, r, &mut out);
@@ -603,4 +616,45 @@ fn the_rows_of_a_stretch_are_in_the_index_order_of_their_saved_at_not_their_ids(
     }
     let rep = w.flush(0, "alice");
     assert_eq!((rep.claimed, rep.stale), (2, 0));
+}
+
+#[test]
+fn a_claim_that_found_its_row_or_predecessor_changed_not_missing_costs_no_other_read_of_the_queue() {
+    // `c` (or `s`'s blocked predecessor `p`) is changed by another tab before the claim:
+    // found, changed, stale. `y`, the only other candidate, is held by the app. The flush
+    // ends after its one round, as it did when claims read rows by id (a changed row is the
+    // next flush's): only a row missing from its stretch, maybe unchanged, has the queue
+    // read again.
+    let row = |id: &str, target: &str, at: i64, more: serde_json::Value| {
+        let mut r = json!({"id": id, "owner": "alice", "target": target, "kind": "update", "body": {},
+                           "savedAt": T0 + at, "state": "queued"});
+        r.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        r
+    };
+    let blocked = json!({"state": "blocked", "blockedAt": T0, "blockedCode": "x"});
+    let cases = [
+        ("c", vec![row("c", "w:1", 0, json!({})), row("y", "w:y", 1, json!({}))]),
+        (
+            "p",
+            vec![
+                row("p", "w:2", 0, blocked),
+                row("s", "w:2", 1, json!({"successorOf": "p"})),
+                row("y", "w:y", 2, json!({})),
+            ],
+        ),
+    ];
+    for (changed, rows) in cases {
+        let mut store = MemStore::new();
+        for r in rows {
+            store.seed(r);
+        }
+        let edit = |st: &mut MemStore| {
+            let mut r = st.get(changed).unwrap().clone();
+            r["body"] = json!({"edited": true});
+            st.seed(r);
+        };
+        let (sent, rounds, f) = drive_with(&store, "", Some("w:y"), &edit, 200);
+        assert!(f.is_done(), "{changed}: {sent:?}");
+        assert_eq!((sent.len(), rounds, f.report().stale), (0, 1, 1), "{changed} changed: {:?}", f.report());
+    }
 }
