@@ -4,10 +4,12 @@
 #   scripts/pg.sh cargo test -p outbox-gate --features postgres-tests
 # The command sees DATABASE_URL (postgres://postgres@127.0.0.1:$PG_PORT/postgres).
 # PostgreSQL refuses to run as root: as root, the cluster runs as the `postgres` user that
-# Debian's package creates. PG_PORT picks the port (55432).
+# Debian's package creates. PG_PORT picks the port (25432: below Linux's ephemeral range,
+# 32768-60999, where the test run's own outgoing connections took 55432 twice on 2026-12-07
+# and the cluster could not start).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_PORT="${PG_PORT:-55432}"
+PG_PORT="${PG_PORT:-25432}"
 BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 
 if [ ! -x "$BIN/pg_ctl" ]; then
