@@ -1,6 +1,6 @@
 // Hostile pages and storage: rows corrupted directly in IndexedDB among good ones, and the
 // database deleted or upgraded by another page, or a read failing, while a flush runs.
-import { test, expect, type Page } from "@playwright/test";
+import { test, expect, type APIRequestContext, type Page } from "@playwright/test";
 import { T0, uid, openTab, rows, enqueue, flush, startFlush, flushResult, setClock, effects, timesApplied, holdRecords, waitHeld } from "./helpers";
 
 let user: string;
@@ -161,6 +161,19 @@ test("the database upgraded by another page while a flush runs: no row lost, eac
   for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
 });
 
+/** After a flush that failed inside its write transaction: nothing of it was written or sent
+ * (the rows are exactly `before`); once `__restoreReads()` undoes the fault, the next flush
+ * sends each of `ops` once and leaves `left` (the ids of rows it never sends). */
+async function untouchedThenSentOnce(a: Page, request: APIRequestContext, before: any[], ops: { id: string }[], left: string[] = []) {
+  expect(await rows(a)).toEqual(before);
+  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(0);
+  await a.evaluate(() => (window as any).__restoreReads());
+  const rep = await flush(a);
+  expect(rep.succeeded).toBe(ops.length);
+  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
+  expect((await raw<any[]>(a, getAll)).map((r) => r.id)).toEqual(left);
+}
+
 // A read that fails inside a write transaction of a flush (issue 35: the transaction's reads
 // wait on the last request's promise alone and take the others' results from their
 // requests). IndexedDB settles a transaction's requests in order and a failed request
@@ -179,8 +192,7 @@ test("the first of two reads of a flush's claim fails: that read's error, nothin
   await setClock(a, T0 + 2);
   for (const w of [2, 3]) ops.push(await enqueue(a, { kind: "create", body: { entity: "workout", weight: w } }));
   const before = await rows(a);
-  const mine = (rs: any[]) => rs.filter((r) => ops.some((o) => o.id === r.id));
-  expect(mine(before).map((r) => r.state)).toEqual(["queued", "queued", "queued"]);
+  expect(before.filter((r) => ops.some((o) => o.id === r.id)).map((r) => r.state)).toEqual(["queued", "queued", "queued"]);
   // Its first read (IDBIndex.getAll) is replaced by a request that fails later, in its
   // turn: an `add` under the first row's key, which exists (ConstraintError). The read
   // after it is then aborted (AbortError): the one the flush waits on.
@@ -216,16 +228,8 @@ test("the first of two reads of a flush's claim fails: that read's error, nothin
   // (Chromium's words for the ConstraintError; an AbortError says the transaction was aborted.)
   expect((failed as any).message).toContain("Key already exists");
   expect((failed as any).message).not.toMatch(/abort/i);
-  // Nothing written: the rows are exactly as before, none claimed, none sent.
-  expect(await rows(a)).toEqual(before);
-  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(0);
-  // The next flush sends each row once.
-  await a.evaluate(() => (window as any).__restoreReads());
-  const rep = await flush(a);
-  expect(rep.succeeded).toBe(3);
-  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
-  expect(mine(await rows(a))).toEqual([]);
-  expect((await raw<any[]>(a, getAll)).map((r) => r.id)).toEqual(gap.map((r) => r.id));
+  // Nothing written (none claimed, none sent); the next flush sends each row once.
+  await untouchedThenSentOnce(a, request, before, ops, gap.map((r) => r.id));
 });
 
 // A write transaction of a flush aborted from outside after its reads (another script on the
@@ -260,11 +264,5 @@ test("a flush's write transaction aborted after its reads: a coded error, nothin
   );
   expect(await a.evaluate(() => (window as any).__aborted)).toBe(1);
   expect(failed).toMatchObject({ code: "STORAGE" });
-  expect(await rows(a)).toEqual(before);
-  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(0);
-  await a.evaluate(() => (window as any).__restoreReads());
-  const rep = await flush(a);
-  expect(rep.succeeded).toBe(3);
-  for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
-  expect(await rows(a)).toEqual([]);
+  await untouchedThenSentOnce(a, request, before, ops);
 });
