@@ -96,3 +96,47 @@ async fn an_owner_scope_reads_the_owners_range_and_a_change_in_it_makes_the_repl
     );
     assert!(store.read(&[Scope::Id("a00000".into())]).await.unwrap().is_empty());
 }
+
+#[wasm_bindgen_test]
+async fn a_span_reads_the_first_count_rows_of_its_bounds_in_index_order_as_the_in_memory_store_does() {
+    // The planner's tests read spans through `MemStore`; the flush reads them here. Both must
+    // give the same rows: the owner's, `savedAt` within the bounds (a fraction too), in the
+    // index's order (ties by key), the first `count` of them.
+    let db = db_name("span-read");
+    let store = Store::open(&db).await.unwrap();
+    let mut rows = Vec::new();
+    for (id, owner, at) in [
+        ("a3", "alice", json!(5)),
+        ("a1", "alice", json!(5)),
+        ("a2", "alice", json!(5.0)),
+        ("a4", "alice", json!(6)),
+        ("a5", "alice", json!(6.5)),
+        ("a6", "alice", json!(7)),
+        ("b1", "bob", json!(5)),
+        ("b2", "bob", json!(6)),
+    ] {
+        let mut r = row(id, owner, "queued", 0);
+        r["savedAt"] = at;
+        rows.push(r);
+    }
+    let seed = ReplacePlan { puts: rows.clone(), ..Default::default() };
+    store.transact(&[], Durability::Default, |_| Some(seed)).await.unwrap();
+    let mut mem = outbox_core::memstore::MemStore::new();
+    for r in rows {
+        mem.seed(r);
+    }
+    let ids = |rows: Vec<Value>| rows.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let span = |from: f64, to: f64, count: u32| [Scope::Span { owner: "alice".into(), from, to, count }];
+    for (scope, want) in [
+        (span(5.0, 6.0, 2), vec!["a1", "a2"]),
+        (span(5.0, 7.0, 100), vec!["a1", "a2", "a3", "a4", "a5", "a6"]),
+        (span(6.0, 6.5, 1), vec!["a4"]),
+        (span(6.25, 7.0, 2), vec!["a5", "a6"]),
+        (span(8.0, 9.0, 3), vec![]),
+    ] {
+        assert_eq!(ids(store.read(&scope).await.unwrap()), want, "{scope:?}");
+        let mut from_mem = ids(mem.read(&scope));
+        from_mem.sort();
+        assert_eq!(from_mem, want, "the in-memory store, {scope:?}");
+    }
+}
