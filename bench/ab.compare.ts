@@ -5,6 +5,8 @@
 // into a directory and
 //   AB_PKG=/path/to/other/pkg GATE_PORT=8860 npx playwright test -c playwright.bench.config.ts
 // (with AB_PKG set, the bench config runs this file alone; scripts/bench.sh never sets it).
+// AB_FETCH=1 adds, per round and variant, a 1,000-row flush whose `send` POSTs each row to
+// its gate (a create, classified with `classifyHttp`): the real-fetch figure's flush.
 // A is this checkout's pkg/ (the gate of the config), B is AB_PKG, served by a second gate
 // on AB_PORT (default GATE_PORT + 1). Prints figures; asserts only that the work was done.
 import { expect, test, type BrowserContext, type Page } from "@playwright/test";
@@ -45,6 +47,7 @@ test("A/B of two packages: instant flush and enqueue, alternating", async ({ bas
     }
     const flushMs: Record<"A" | "B", number[]> = { A: [], B: [] };
     const enqueueMs: Record<"A" | "B", number[]> = { A: [], B: [] };
+    const fetchMs: Record<"A" | "B", number[]> = { A: [], B: [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of (round % 2 ? ["B", "A"] : ["A", "B"]) as Array<"A" | "B">) {
         const page = await open(context, origins[v], fresh(`ab-flush-${v}`), pages[v]);
@@ -54,6 +57,15 @@ test("A/B of two packages: instant flush and enqueue, alternating", async ({ bas
         await call(page, "takeSent");
         expect(r.succeeded, `${v} sent every row`).toBe(1_000);
         flushMs[v].push((r.end - r.start) / 1_000);
+        if (process.env.AB_FETCH) {
+          await open(context, origins[v], fresh(`ab-fetch-${v}`), pages[v]);
+          const fo = fresh("owner");
+          await call(page, "seed", fo, 1_000, "create");
+          const fr = await call(page, "flush", fo, "fetch");
+          await call(page, "takeSent");
+          expect(fr.succeeded, `${v} sent every row`).toBe(1_000);
+          fetchMs[v].push((fr.end - fr.start) / 1_000);
+        }
         await open(context, origins[v], fresh(`ab-enqueue-${v}`), pages[v]);
         const e = await call(page, "enqueuePaired", "me", 300);
         enqueueMs[v].push(e.enqueue / 300);
@@ -61,6 +73,7 @@ test("A/B of two packages: instant flush and enqueue, alternating", async ({ bas
     }
     const f = (xs: number[]) => median(xs).toFixed(3);
     console.log(`[ab] flush, 1,000 rows, send answering at once, ms/row (median of ${ROUNDS}): A ${f(flushMs.A)}, B ${f(flushMs.B)}, A ÷ B ×${(median(flushMs.A) / median(flushMs.B)).toFixed(3)}`);
+    if (process.env.AB_FETCH) console.log(`[ab] flush, 1,000 rows, send POSTing to the gate, ms/row (median of ${ROUNDS}): A ${f(fetchMs.A)}, B ${f(fetchMs.B)}, A ÷ B ×${(median(fetchMs.A) / median(fetchMs.B)).toFixed(3)}; runs A ${fetchMs.A.map((x) => x.toFixed(2)).join(" ")}, B ${fetchMs.B.map((x) => x.toFixed(2)).join(" ")}`);
     console.log(`[ab] enqueue (strict), 300 rows, ms/row (median of ${ROUNDS}): A ${f(enqueueMs.A)}, B ${f(enqueueMs.B)}, A ÷ B ×${(median(enqueueMs.A) / median(enqueueMs.B)).toFixed(3)}`);
   } finally {
     await context.close();

@@ -2,7 +2,8 @@
 // and end) and every fetch of the page, timestamped in the page by wrapping the browser's
 // own APIs from an init script (nothing in the package). Run it with
 //   npx playwright test -c playwright.timeline.config.ts
-// (TIMELINE_N rows, default 1,000; TIMELINE_SEND "instant", "fetch" or both; TIMELINE_RUNS
+// (TIMELINE_N rows, default 1,000; TIMELINE_SEND "instant", "fetch", "delayed" (answers after
+// 20–40 ms, no network) or several, comma-separated; TIMELINE_RUNS
 // runs of each, default 2; TIMELINE_CPU=1 adds the renderer's CPU profile, self time per
 // function, and writes it as .cpuprofile beside the test's output; build the package with
 // OUTBOX_KEEP_NAMES=1 scripts/build.sh first for the wasm functions' names). Not part of

@@ -158,13 +158,15 @@ window.bench = {
 
   /**
    * One flush of `owner`. `send`: "instant" answers success at once; "fetch" POSTs to
-   * /api/records/workout and classifies the answer. Returns absolute start/end (ms since the
+   * /api/records/workout and classifies the answer; "delayed" answers success after 20–40 ms
+   * (answers that trickle in, with no network's CPU). Returns absolute start/end (ms since the
    * epoch, to combine pages) and the report's counts.
    */
   async flush(owner, send) {
     const ports = {
       instant: (op) => { sent.push(op.id); return { type: "success", receipt: { serverId: "workout:1", revision: 1 } }; },
       fetch: (op) => { sent.push(op.id); return post(owner, op.id, op.body); },
+      delayed: (op) => { sent.push(op.id); return new Promise((ok) => setTimeout(() => ok({ type: "success", receipt: { serverId: "workout:1", revision: 1 } }), 20 + 20 * Math.random())); },
     };
     const start = performance.timeOrigin + performance.now();
     const r = await this.outbox.flush({ owner, send: ports[send] });
