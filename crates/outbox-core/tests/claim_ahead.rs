@@ -27,15 +27,6 @@ fn fill_air(w: &mut World) {
     }
 }
 
-/// Delivers the oldest answer and carries out the ACK it asks for, leaving every other
-/// pending request (a claim batch being written, the send of a row claimed ahead) where it is.
-fn answer_one(w: &mut World) {
-    let before = w.tabs[A].inbox.len();
-    w.deliver(A, 0);
-    assert!(matches!(w.tabs[A].inbox.get(before), Some(Request::Write { .. })), "the answer asks for its ACK first");
-    w.step(A, before, &mut truthful);
-}
-
 /// Rows of the queue whose claim is live now (claimed and neither answered nor released).
 fn claimed_now(w: &World) -> usize {
     let now = w.tabs[A].now.0;
@@ -53,7 +44,7 @@ fn drive_with_claims_under_way(w: &mut World, answers: usize) -> (usize, usize) 
         claimed = claimed.max(claimed_now(w));
         for _ in 0..answers {
             if !w.tabs[A].air.is_empty() && w.flushing(A) {
-                answer_one(w);
+                w.answer_one(A);
                 sends = sends.max(w.tabs[A].air.len());
                 claimed = claimed.max(claimed_now(w));
             }

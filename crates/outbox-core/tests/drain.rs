@@ -131,9 +131,7 @@ fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
     // two more rows, and their claim batch is asked for.
     w.deliver(A, 0);
     w.deliver(A, 0);
-    while w.tabs[A].inbox.len() > 1 {
-        w.step(A, 0, &mut answer); // the two ACKs and the two sends
-    }
+    w.step_all_but_claims(A, &mut answer); // the two ACKs and the two sends
     assert!(matches!(w.tabs[A].inbox[..], [outbox_core::Request::Write { .. }]), "a claim batch waits to be written");
     w.deliver(A, 0); // the third answer: 401
     w.drain(A, &mut answer); // the claim batch commits now, the other answers arrive
@@ -238,18 +236,6 @@ fn s8_max_rows_counts_sends_across_rounds_and_claims_under_way() {
     }
 }
 
-/// Delivers the oldest answer and carries out the ACK it asks for, leaving every other
-/// pending request (a claim batch being written, the send of a row claimed ahead) where it is.
-fn answer_one(w: &mut World) {
-    let before = w.tabs[A].inbox.len();
-    w.deliver(A, 0);
-    assert!(
-        matches!(w.tabs[A].inbox.get(before), Some(outbox_core::Request::Write { .. })),
-        "the answer asks for its ACK first"
-    );
-    w.step(A, before, &mut truthful);
-}
-
 #[test]
 fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
     for (max_rows, sends) in [(None, 8), (Some(5), 5)] {
@@ -264,9 +250,9 @@ fn s8_a_claim_batch_being_written_counts_against_concurrency_and_max_rows() {
         });
         fill_air(&mut w, A);
         assert_eq!(w.tabs[A].air.len(), 4);
-        answer_one(&mut w);
-        answer_one(&mut w); // rows claimed ahead go out; room for two: a claim batch is asked for
-        answer_one(&mut w); // more room while that batch is still being written
+        w.answer_one(A);
+        w.answer_one(A); // rows claimed ahead go out; room for two: a claim batch is asked for
+        w.answer_one(A); // more room while that batch is still being written
         let most = drain_counting_outstanding(&mut w);
         assert!(most <= 4, "{max_rows:?}: {most} sends outstanding at once, concurrency 4");
         assert_eq!(w.server.received.len(), sends, "{max_rows:?}");

@@ -43,7 +43,7 @@ impl Drive {
         Drive { store, out, flush, draws: Fixed(0.0, 0), now: Millis(T0) }
     }
 
-    /// Carries out a read or a write request (never a send).
+    /// Carries out a read, a write or a wait (never a send).
     fn run(&mut self, req: Request) {
         match req {
             Request::ReadOwner { token, owner } => {
@@ -60,6 +60,7 @@ impl Drive {
                 let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
                 self.flush.handle_written(token, r, &mut self.out);
             }
+            Request::Wait { token, .. } => self.flush.handle_waited(token, &mut self.out),
             other => panic!("not a storage request: {other:?}"),
         }
     }
@@ -104,7 +105,7 @@ fn s6_auth_answer_must_stop_a_send_already_queued_but_not_yet_polled() {
     assert_eq!(state(&d.store, "r2"), RowState::Sending, "r2 claimed ahead of its send");
     let (t_ok, _) = first[0].clone();
     let (t_auth, _) = first[1].clone();
-    // r0 (whichever came first) succeeds: its ACK and r2's send are asked for.
+    // r0 (whichever came first) succeeds: r2's send is asked for, r0's ACK waits for company.
     d.flush.handle_sent(t_ok, Outcome::success(json!({})), d.now, &mut d.out);
     // r1's answer (401) is handed in before the driver polls the queued Send.
     d.flush.handle_sent(t_auth, Outcome::Auth, d.now, &mut d.out);

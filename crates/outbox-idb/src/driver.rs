@@ -161,7 +161,8 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
                     );
                 }
             }
-            if running.is_empty() {
+            // Done: a wait still out (`Request::Wait`) is not waited for.
+            if running.is_empty() || flush.borrow().is_done() {
                 break Ok(());
             }
             // Every result that is in by now, so that the writes they ask for share one
@@ -295,6 +296,12 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
                 let now = inner.now();
                 inner.outstanding.with(|o| flush.borrow_mut().handle_rows(token, &rows, now, &mut &*inner, o));
             }
+            return Ok(());
+        }
+        // §8 answers written together: the longest they wait for company.
+        Request::Wait { token, ms } => {
+            let _ = JsFuture::from(crate::turn::sleep(ms)).await;
+            inner.outstanding.with(|o| flush.borrow_mut().handle_waited(token, o));
             return Ok(());
         }
         // `drive` gathers the writes for its one transaction at a time (`write_together`):

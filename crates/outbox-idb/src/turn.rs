@@ -219,7 +219,7 @@ fn global_fn(name: &str) -> Option<Function> {
 }
 
 /// A promise that resolves (with `undefined`) after `ms`.
-fn sleep(ms: u32) -> Promise {
+pub(crate) fn sleep(ms: u32) -> Promise {
     Promise::new(&mut |resolve, _| {
         if let Some(set) = global_fn("setTimeout") {
             let _ = set.call2(&js_sys::global(), &resolve, &ms.into());

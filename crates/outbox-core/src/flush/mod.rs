@@ -45,7 +45,7 @@ mod tasks;
 
 pub use outstanding::{plan_app_claim, FlushId, Outstanding, SharedOutstanding};
 pub use report::{FlushReport, ReceiptReport};
-pub use request::{Draws, FlushOptions, Request, SendOp, Token, DEFAULT_CONCURRENCY};
+pub use request::{Draws, FlushOptions, Request, SendOp, Token, ACK_WAIT_MS, DEFAULT_CONCURRENCY};
 
 use crate::input::Prepared;
 use crate::names::Numbered;
@@ -91,6 +91,10 @@ pub struct Flush {
     /// its lease is left then (see [`Flush::send_ready`]).
     send_ready_at: Millis,
     report: FlushReport,
+    /// Answers whose write waits to share a transaction (§8, see [`Flush::park`]), oldest
+    /// first, and the token of the [`Request::Wait`] that bounds their wait, while one is out.
+    parked: Vec<Token>,
+    parked_wait: Option<Token>,
     /// The tab's auth answers for this owner when this flush last looked (§6): one more,
     /// received by any flush of the tab, stops this one too.
     auth_answers: u64,
@@ -145,6 +149,8 @@ impl Flush {
             ready: VecDeque::new(),
             send_ready_at: Millis(i64::MIN),
             report: FlushReport::default(),
+            parked: Vec::new(),
+            parked_wait: None,
         }
     }
 
@@ -369,6 +375,43 @@ impl Flush {
         self.candidates.clear();
     }
 
+    /// §8 answers written together: an answer that arrives while other sends are out is
+    /// parked ([`Flush::emit`]) until the flush asks for another write (a claim batch, as
+    /// room among the sends frees: the answers go with it, into the driver's one transaction
+    /// of the moment), until no send is out, or until the [`Request::Wait`] asked for when
+    /// the first of them was parked is back: at most [`ACK_WAIT_MS`].
+    fn park(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let writing = self.requests.iter().any(|r| matches!(r, Request::Write { .. }));
+        if writing || self.in_flight == 0 {
+            self.unpark();
+        } else if self.parked_wait.is_none() {
+            let token = self.token();
+            self.parked_wait = Some(token);
+            self.requests.push_back(Request::Wait { token, ms: ACK_WAIT_MS });
+        }
+    }
+
+    /// Asks for the writes of every parked answer.
+    fn unpark(&mut self) {
+        for token in std::mem::take(&mut self.parked) {
+            if let Some(req) = self.tasks.get(&token).and_then(|t| t.request(token, &self.opts)) {
+                self.requests.push_back(req);
+            }
+        }
+    }
+
+    /// The [`Request::Wait`] is back: the answers parked write now.
+    pub fn handle_waited(&mut self, token: Token, out: &mut Outstanding) {
+        if self.parked_wait == Some(token) {
+            self.parked_wait = None;
+            self.unpark();
+        }
+        self.pump(out);
+    }
+
     /// `prepareSuccessor` answered (`Err` when it threw or returned something unusable).
     pub fn handle_prepared(&mut self, token: Token, prepared: Result<Prepared, String>, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
@@ -433,6 +476,11 @@ impl Flush {
     }
 
     fn emit(&mut self, token: Token, task: &Task) {
+        if let (Task::Answer(_), true) = (task, self.in_flight > 0) {
+            // §8: written with what comes next (see `park`).
+            self.parked.push(token);
+            return;
+        }
         if let Some(req) = task.request(token, &self.opts) {
             if matches!(req, Request::Send { .. }) {
                 if self.in_flight >= self.opts.concurrency.max(1) || !self.ready.is_empty() {

@@ -99,6 +99,15 @@ pub enum Request {
         /// The create's receipt.
         receipt: Value,
     },
+    /// Wait `ms` milliseconds, then call [`super::Flush::handle_waited`]: the longest the
+    /// answers waiting to share a transaction wait (§8, [`ACK_WAIT_MS`]). A driver whose
+    /// flush is done need not wait for it.
+    Wait {
+        /// Token for `handle_waited`.
+        token: Token,
+        /// How long.
+        ms: u32,
+    },
     /// Ask the app's `findCreateReceipt` port.
     FindReceipt {
         /// Token for `handle_found`.
@@ -117,6 +126,10 @@ pub enum Request {
 /// an instant `send`, and keeps a browser's 6 connections per HTTP/1.1 host busy
 /// (BENCHMARKS.md).
 pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// The longest an answer waits, unwritten, for other answers or a claim to share its
+/// transaction with (§8): long beside one IndexedDB transaction, short beside a person.
+pub const ACK_WAIT_MS: u32 = 50;
 
 /// Options of one flush.
 #[derive(Clone, Debug, PartialEq)]

@@ -165,6 +165,7 @@ impl Flush {
         if idle && matches!(self.phase, Phase::Draining { progress: true }) {
             self.start_round();
         }
+        self.park();
     }
 
     /// Takes candidates into one claim batch, as many as there is room for and sends left

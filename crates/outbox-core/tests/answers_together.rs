@@ -1,0 +1,144 @@
+//! SPEC §8 answers written together: an answer that arrives while other sends of the flush
+//! are out waits, unwritten, until the flush asks for another write (it goes with it), until
+//! no send is out, or until the wait asked for with the first of them is back
+//! (`ACK_WAIT_MS`): answers that trickle in share a transaction instead of one each.
+
+mod sim;
+
+use outbox_core::flush::ACK_WAIT_MS;
+use outbox_core::{Request, Scope};
+use serde_json::json;
+use sim::*;
+
+const A: usize = 0;
+
+/// Seeds records `w:0` .. `w:{n-1}` at revision 1 and queues one update of each.
+fn records(w: &mut World, n: usize) {
+    for i in 0..n {
+        w.server.seed_record(&format!("w:{i}"), 1);
+        let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
+    }
+}
+
+fn is_ack(r: &Request) -> bool {
+    matches!(r, Request::Write { scopes, .. } if matches!(scopes[..], [Scope::Target { .. }]))
+}
+
+fn is_wait(r: &Request) -> bool {
+    matches!(r, Request::Wait { .. })
+}
+
+/// Carries out every pending request of tab A but waits (sends go into the air).
+fn step_all_but_waits(w: &mut World) {
+    while let Some(i) = w.find(A, |r| !is_wait(r)) {
+        w.step(A, i, &mut truthful);
+    }
+}
+
+fn acks(w: &World) -> usize {
+    w.tabs[A].inbox.iter().filter(|r| is_ack(r)).count()
+}
+
+/// Rows of the queue still stored.
+fn left(w: &World) -> usize {
+    w.store.read_owner("alice").len()
+}
+
+#[test]
+fn s8_answers_wait_while_sends_are_out_and_are_written_when_none_is() {
+    let mut w = World::new(1);
+    records(&mut w, 3);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w); // read, claim three, send three
+    assert_eq!(w.tabs[A].air.len(), 3);
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 0, "the first answer waits: two sends are out");
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1, "and asks for its wait");
+    let Some(Request::Wait { ms, .. }) = w.tabs[A].inbox.iter().find(|r| is_wait(r)) else { unreachable!() };
+    assert_eq!(*ms, ACK_WAIT_MS);
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 0, "the second too: one send is out");
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1, "one wait bounds both");
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 3, "the last answer: no send is out, the three are written");
+    step_all_but_waits(&mut w);
+    assert_eq!(left(&w), 0, "every row ACKed once");
+    assert!(!w.flushing(A), "the flush is done without its wait coming back");
+    let rep = w.tabs[A].reports.last().unwrap();
+    assert_eq!((rep.claimed, rep.succeeded), (3, 3));
+}
+
+#[test]
+fn s8_waiting_answers_go_with_the_next_claim_batch() {
+    let mut w = World::new(1);
+    records(&mut w, 20);
+    // Four sends and two rows claimed ahead; a claim batch as soon as two places are free.
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    assert_eq!(w.tabs[A].air.len(), 4);
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 0, "a row claimed ahead goes out; the answer waits");
+    assert!(!w.tabs[A].inbox.iter().any(is_claim), "no room for a claim batch yet");
+    w.deliver(A, 0);
+    let inbox = &w.tabs[A].inbox;
+    assert!(inbox.iter().any(is_claim), "room for two: a claim batch is asked for: {inbox:?}");
+    assert_eq!(acks(&w), 2, "and both answers are written with it: {inbox:?}");
+    let at = |pred: fn(&Request) -> bool| w.find(A, pred).unwrap();
+    assert!(at(is_claim) < at(is_ack), "the claim first, as asked");
+    // Driven to its end as the tests' driver does (waits carried out in their turn).
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (20, 20));
+    assert_eq!(left(&w), 0);
+}
+
+#[test]
+fn s8_the_wait_bounds_how_long_an_answer_waits_beside_a_send_that_does_not_answer() {
+    let mut w = World::new(1);
+    records(&mut w, 2);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    assert_eq!(w.tabs[A].air.len(), 2);
+    w.deliver(A, 0); // the other send stays in the air
+    assert_eq!(acks(&w), 0);
+    let wait = w.find(A, is_wait).expect("a wait is asked for");
+    w.step(A, wait, &mut truthful);
+    assert_eq!(acks(&w), 1, "the wait is back: the answer is written, the other send still out");
+    step_all_but_waits(&mut w);
+    assert_eq!(left(&w), 1, "its row is gone; the row still on the wire stays claimed");
+    assert_eq!(w.tabs[A].air.len(), 1);
+    // A later answer asks for a wait of its own.
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 1, "no send is out: written at once");
+    step_all_but_waits(&mut w);
+    assert_eq!(left(&w), 0);
+    assert!(!w.flushing(A));
+}
+
+#[test]
+fn s8_one_wait_at_a_time_an_answer_parked_while_one_is_out_is_written_when_it_is_back() {
+    let mut w = World::new(1);
+    records(&mut w, 20);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0); // parked; the wait is asked for
+    w.deliver(A, 0); // a claim batch: both written with it
+    assert_eq!(acks(&w), 2);
+    step_all_but_waits(&mut w); // the claim, the two ACKs, the sends; the wait stays out
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1);
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 0, "parked");
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1, "no second wait while one is out");
+    let wait = w.find(A, is_wait).unwrap();
+    w.step(A, wait, &mut truthful);
+    assert_eq!(acks(&w), 1, "the wait, back, writes the answer parked since");
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0); // room for two again: a claim batch, the answer with it
+    assert!(w.tabs[A].inbox.iter().any(is_claim));
+    assert_eq!((acks(&w), w.find(A, is_wait)), (1, None), "written with the claim, no wait asked for");
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0);
+    assert_eq!((acks(&w), w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count()), (0, 1), "parked: a wait again");
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (20, 20));
+    assert_eq!(left(&w), 0);
+}

@@ -1,0 +1,47 @@
+//! SPEC §8 answers written together, in the browser: an answer that arrives while another
+//! send is out waits for company at most `ACK_WAIT_MS`. The wait is a timer of the driver:
+//! a send that does not answer keeps no other answer unwritten.
+
+mod common;
+
+use common::*;
+use js_sys::{Function, Promise};
+use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+async fn sleep(ms: u32) {
+    let p = js("ms", "return new Promise((done) => setTimeout(done, ms));").call1(&JsValue::NULL, &ms.into()).unwrap();
+    let _ = settle(p.unchecked_into::<Promise>()).await;
+}
+
+#[wasm_bindgen_test]
+async fn s8_an_answer_beside_a_send_that_does_not_answer_is_written_within_the_wait() {
+    let db = db_name("answers-together");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
+    enqueue_update(&a, "alice", "w:1", json!({"i": 1})).await;
+    // w:1's send answers only when the test says so; w:0's at once.
+    let key = format!("answer_{}", db.replace('-', "_"));
+    let send = format!(
+        "if (op.target === 'w:1') return new Promise((ok) => {{ globalThis.{key} = () => ok({{type: 'success', receipt: {{}}}}); }});
+         return {{type: 'success', receipt: {{}}}};"
+    );
+    let flush = a.flush(flush_opts("alice", &send));
+    let mut targets = Vec::new();
+    for _ in 0..300 {
+        let rows = ok(a.rows("alice".into())).await;
+        targets = rows.as_array().unwrap().iter().map(|r| r["target"].clone()).collect::<Vec<_>>();
+        if targets == [json!("w:1")] {
+            break;
+        }
+        sleep(10).await;
+    }
+    assert_eq!(targets, [json!("w:1")], "w:0's answer is written while w:1's send is still out");
+    get(&js_sys::global(), &key).unchecked_into::<Function>().call0(&JsValue::NULL).unwrap();
+    let rep = ok(flush).await;
+    assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(2), json!(2)), "{rep}");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
