@@ -60,7 +60,7 @@ impl Drive {
                 let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
                 self.flush.handle_written(token, r, &mut self.out);
             }
-            Request::Wait { token, .. } => self.flush.handle_waited(token, &mut self.out),
+            Request::Wait { token, .. } => self.flush.handle_waited(token),
             other => panic!("not a storage request: {other:?}"),
         }
     }

@@ -301,7 +301,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         // §8 answers written together: the longest they wait for company.
         Request::Wait { token, ms } => {
             let _ = JsFuture::from(crate::turn::sleep(ms)).await;
-            inner.outstanding.with(|o| flush.borrow_mut().handle_waited(token, o));
+            flush.borrow_mut().handle_waited(token);
             return Ok(());
         }
         // `drive` gathers the writes for its one transaction at a time (`write_together`):

@@ -404,12 +404,11 @@ impl Flush {
     }
 
     /// The [`Request::Wait`] is back: the answers parked write now.
-    pub fn handle_waited(&mut self, token: Token, out: &mut Outstanding) {
+    pub fn handle_waited(&mut self, token: Token) {
         if self.parked_wait == Some(token) {
             self.parked_wait = None;
             self.unpark();
         }
-        self.pump(out);
     }
 
     /// `prepareSuccessor` answered (`Err` when it threw or returned something unusable).

@@ -259,7 +259,7 @@ impl World {
                 let r = Ok(self.server.receipt_of(&operation_id));
                 flush.handle_found(token, r, out);
             }
-            Request::Wait { token, .. } => flush.handle_waited(token, out),
+            Request::Wait { token, .. } => flush.handle_waited(token),
         }
         self.collect(tab);
     }
