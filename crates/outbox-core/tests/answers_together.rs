@@ -106,7 +106,7 @@ fn s8_the_wait_bounds_how_long_an_answer_waits_beside_a_send_that_does_not_answe
     step_all_but_waits(&mut w);
     assert_eq!(left(&w), 1, "its row is gone; the row still on the wire stays claimed");
     assert_eq!(w.tabs[A].air.len(), 1);
-    // A later answer asks for a wait of its own.
+    // The last answer: nothing else is out.
     w.deliver(A, 0);
     assert_eq!(acks(&w), 1, "no send is out: written at once");
     step_all_but_waits(&mut w);
@@ -141,4 +141,69 @@ fn s8_one_wait_at_a_time_an_answer_parked_while_one_is_out_is_written_when_it_is
     let rep = w.drain(A, &mut truthful);
     assert_eq!((rep.claimed, rep.succeeded), (20, 20));
     assert_eq!(left(&w), 0);
+}
+
+#[test]
+fn s8_an_answer_goes_at_once_while_a_claim_batch_is_being_written() {
+    let mut w = World::new(1);
+    records(&mut w, 20);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0);
+    w.deliver(A, 0); // room for two: a claim batch, both answers with it
+                     // Everything but the claim batch and the wait: the batch is still to be written.
+    while let Some(i) = w.find(A, |r| !is_claim(r) && !is_wait(r)) {
+        w.step(A, i, &mut truthful);
+    }
+    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_claim(r)).count(), 1);
+    w.deliver(A, 0);
+    assert_eq!(acks(&w), 1, "the flush is writing a claim batch: the answer goes with it, or next");
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (20, 20));
+}
+
+#[test]
+fn s8_answers_waiting_at_the_deadline_are_written_and_the_rows_claimed_ahead_released() {
+    let mut w = World::new(1);
+    records(&mut w, 10);
+    let deadline = w.tabs[A].now.plus(100);
+    w.start_flush_with(A, "alice", |o| {
+        o.concurrency = 4;
+        o.deadline = Some(deadline);
+    });
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0); // parked; a row claimed ahead goes out
+    assert_eq!(acks(&w), 0);
+    w.advance(A, 200);
+    w.deliver(A, 0); // past the deadline: the row claimed ahead is released, and the answers go with it
+    assert_eq!(acks(&w), 2, "{:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (6, 5, 1));
+    assert!(w.outstanding(A).is_empty());
+    let left = w.store.read_owner("alice");
+    assert_eq!(left.len(), 5, "the released row and the four never claimed stay queued");
+    assert!(left.iter().all(|r| r["state"] == "queued"), "{left:?}");
+}
+
+#[test]
+fn s8_an_answer_waiting_past_its_lease_is_not_applied_over_another_tabs_claim() {
+    let mut w = World::new(2);
+    records(&mut w, 2);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    w.deliver(A, 0); // parked beside the other send
+    let wait = w.find(A, is_wait).expect("a wait");
+    // The wait comes back late (a stalled tab): the lease is over and tab B took both rows.
+    w.advance_all(LEASE + 1);
+    let rep_b = w.flush(1, "alice");
+    assert_eq!(rep_b.succeeded, 2, "tab B sends both rows again; the ledger replays the one A heard");
+    w.step(A, wait, &mut truthful);
+    w.drain(A, &mut truthful);
+    assert!(w.store.read_owner("alice").is_empty());
+    for id in w.server.applied.clone() {
+        assert_eq!(w.server.times_applied(&id), 1, "{id} applied once");
+    }
+    let rep_a = w.tabs[A].reports.last().unwrap();
+    assert_eq!(rep_a.applied, 0, "A's late answers find the rows gone: not mine, nothing changed");
+    assert!(w.outstanding(A).is_empty());
 }

@@ -218,12 +218,14 @@ fn global_fn(name: &str) -> Option<Function> {
     crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }
 
-/// A promise that resolves (with `undefined`) after `ms`.
+/// A promise that resolves (with `undefined`) after `ms`; at once where there is no
+/// `setTimeout` (a flush's answers then wait for no timer, §8).
 pub(crate) fn sleep(ms: u32) -> Promise {
     Promise::new(&mut |resolve, _| {
-        if let Some(set) = global_fn("setTimeout") {
-            let _ = set.call2(&js_sys::global(), &resolve, &ms.into());
-        }
+        let _ = match global_fn("setTimeout") {
+            Some(set) => set.call2(&js_sys::global(), &resolve, &ms.into()),
+            None => resolve.call0(&JsValue::UNDEFINED),
+        };
     })
 }
 

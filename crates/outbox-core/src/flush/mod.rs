@@ -16,6 +16,8 @@
 //!    - [`Request::Send`] → app `send` → [`Flush::handle_sent`];
 //!    - [`Request::Prepare`] → app `prepareSuccessor` → [`Flush::handle_prepared`];
 //!    - [`Request::FindReceipt`] → app `findCreateReceipt` → [`Flush::handle_found`];
+//!    - [`Request::Wait`] → a timer of `ms` → [`Flush::handle_waited`] (a driver whose
+//!      flush is done need not wait for it);
 //! 3. when it stops driving the flush — at its end, or because a request failed — it calls
 //!    [`Outstanding::end`] with [`Flush::id`].
 //!
@@ -375,16 +377,19 @@ impl Flush {
         self.candidates.clear();
     }
 
-    /// §8 answers written together: an answer that arrives while other sends are out is
-    /// parked ([`Flush::emit`]) until the flush asks for another write (a claim batch, as
-    /// room among the sends frees: the answers go with it, into the driver's one transaction
-    /// of the moment), until no send is out, or until the [`Request::Wait`] asked for when
-    /// the first of them was parked is back: at most [`ACK_WAIT_MS`].
+    /// §8 answers written together: an answer ([`Flush::emit`] parks them all) waits while
+    /// other sends are out, until the flush writes something else (a claim batch asked for
+    /// or being written, as room among the sends frees: the answers go with it, or into the
+    /// driver's next transaction), until no send is out, or until the [`Request::Wait`]
+    /// asked for when the first of them was parked is back: at most [`ACK_WAIT_MS`].
     fn park(&mut self) {
         if self.parked.is_empty() {
             return;
         }
-        let writing = self.requests.iter().any(|r| matches!(r, Request::Write { .. }));
+        let mut writing = self.requests.iter().any(|r| matches!(r, Request::Write { .. }));
+        for t in self.tasks.values() {
+            writing |= matches!(t, Task::Claim(_));
+        }
         if writing || self.in_flight == 0 {
             self.unpark();
         } else if self.parked_wait.is_none() {
@@ -475,8 +480,8 @@ impl Flush {
     }
 
     fn emit(&mut self, token: Token, task: &Task) {
-        if let (Task::Answer(_), true) = (task, self.in_flight > 0) {
-            // §8: written with what comes next (see `park`).
+        if let Task::Answer(_) = task {
+            // §8: written with what comes next, or at once when no send is out (`park`).
             self.parked.push(token);
             return;
         }
