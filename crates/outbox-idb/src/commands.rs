@@ -4,7 +4,7 @@
 //! `outbox_core`; bad arguments fail before anything is written.
 
 use crate::args::{app_store_arg, id_arg, owner_arg, writes_arg};
-use crate::convert::{fields_from_js, outcome_from_js, row_to_js, to_js, undecodable_entry};
+use crate::convert::{fields_from_js, metrics_to_js, outcome_from_js, row_to_js, to_js, undecodable_entry};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
@@ -287,7 +287,7 @@ impl Outbox {
             };
             let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
             let counters = *inner.counters.borrow();
-            Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
+            Ok(metrics_to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         }))
     }
 }

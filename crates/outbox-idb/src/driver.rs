@@ -104,7 +104,7 @@ impl From<Failed> for JsValue {
     /// The error, with the report on it as `report`.
     fn from(f: Failed) -> JsValue {
         let e = JsValue::from(f.error);
-        crate::js::set(&e, "report", &to_js(&f.report));
+        crate::js::set(&e, "report", &crate::convert::report_to_js(&f.report));
         e
     }
 }
