@@ -4,7 +4,7 @@
 //! `outbox_core`; bad arguments fail before anything is written.
 
 use crate::args::{app_store_arg, id_arg, owner_arg, writes_arg};
-use crate::convert::{fields_from_js, metrics_to_js, outcome_from_js, row_to_js, to_js, undecodable_entry};
+use crate::convert::{fields_from_js, metrics_to_js, outcome_from_js, row_to_js, ticket_to_js, undecodable_entry};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
@@ -202,7 +202,7 @@ impl Outbox {
             Ok(match (committed, ticket) {
                 (true, Some(t)) => {
                     inner.notifier.changed("claim", Some(&owner));
-                    to_js(&t)
+                    ticket_to_js(&t)
                 }
                 _ => JsValue::NULL,
             })

@@ -297,7 +297,7 @@ async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Requ
         // `drive` gathers the writes for its one transaction at a time (`write_together`):
         // none comes here, and the future of every other request stays small.
         Request::Write { .. } => unreachable!("drive gathers the writes"),
-        Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
+        Request::Send { token, op } => (PortCall::Send(token), &ports.send, crate::convert::send_op_to_js(&op)),
         Request::Prepare { token, intent, predecessor, receipt } => {
             let arg = js_sys::Object::new();
             crate::js::set(&arg, "intent", &row_to_js(&encode(&intent)));

@@ -1,7 +1,7 @@
 //! JSON out to JS: the planner's values and the crate's answers as plain JS values.
 
 use outbox_core::metrics::{Attempts, Metrics};
-use outbox_core::FlushReport;
+use outbox_core::{FlushReport, SendOp, Ticket};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -108,6 +108,31 @@ pub fn metrics_to_js(m: &Metrics) -> JsValue {
     obj
 }
 
+/// What `send(op)` receives, as `JSON.parse` makes it of serde's text, set key by key (see
+/// [`report_to_js`]); the body and revision through [`to_js`].
+pub fn send_op_to_js(op: &SendOp) -> JsValue {
+    let obj: JsValue = js_sys::Object::new().into();
+    let set = |k: &str, v: &JsValue| crate::js::set(&obj, k, v);
+    set("id", &op.id.as_str().into());
+    set("kind", &op.kind.into());
+    set("target", &op.target.as_str().into());
+    set("body", &to_js(&op.body));
+    set("revision", &to_js(&op.revision));
+    set("fingerprint", &op.fingerprint.as_str().into());
+    counts(&obj, &[("attempt", op.attempt)]);
+    set("owner", &op.owner.as_str().into());
+    obj
+}
+
+/// A claim's ticket `{tabId, fence}`, as `JSON.parse` makes it of serde's text (see
+/// [`report_to_js`]).
+pub fn ticket_to_js(t: &Ticket) -> JsValue {
+    let obj: JsValue = js_sys::Object::new().into();
+    crate::js::set(&obj, "tabId", &t.tab_id.as_str().into());
+    counts(&obj, &[("fence", t.fence)]);
+    obj
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,10 +151,11 @@ mod tests {
         Attempts { success: k, transient: k + 1, auth: k + 2, permanent: k + 3, conflict: k + 4 }
     }
 
-    /// The reports and metrics set key by key are what serde's text made `JSON.parse` build:
-    /// the same keys in the same order, the same numbers (past 2^53 too), `null`s, receipts.
+    /// The reports, metrics, send ops and tickets set key by key are what serde's text made
+    /// `JSON.parse` build: the same keys in the same order, the same numbers (past 2^53
+    /// too), `null`s, receipts, bodies and revisions.
     #[wasm_bindgen_test]
-    fn reports_and_metrics_are_as_serde_and_json_parse_made_them() {
+    fn reports_metrics_sends_and_tickets_are_as_serde_and_json_parse_made_them() {
         let big = [0, 1, 7, (1 << 53) + 1, u64::MAX];
         for (i, &n) in big.iter().enumerate() {
             let receipt = |id: &str, receipt| ReceiptReport {
@@ -170,6 +196,21 @@ mod tests {
                 permanent_failures: 4,
             };
             assert_eq!(text(&metrics_to_js(&metrics)), text(&to_js(&metrics)));
+            let op = SendOp {
+                id: format!("id{i}"),
+                kind: ["create", "update", "delete", "create", "update"][i],
+                target: "t\u{e9}\"x".into(),
+                body: [json!({"__proto__": 1, "a": [1, {"b": null}]}), json!(null), json!("s"), json!(-0.5), json!([])]
+                    [i]
+                    .clone(),
+                revision: [json!(null), json!(3), json!("etag"), json!(1e300), json!({"r": 1})][i].clone(),
+                fingerprint: "f".repeat(i),
+                attempt: n,
+                owner: "o".into(),
+            };
+            assert_eq!(text(&send_op_to_js(&op)), text(&to_js(&op)));
+            let ticket = Ticket { tab_id: format!("tab{i}"), fence: n };
+            assert_eq!(text(&ticket_to_js(&ticket)), text(&to_js(&ticket)));
         }
     }
 }
