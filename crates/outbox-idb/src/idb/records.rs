@@ -130,7 +130,9 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
 /// It cannot fail for a record IndexedDB gave (a structured clone: no getter, no Proxy);
 /// if it did, the write fails rather than storing a record with fields missing.
 fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> std::result::Result<JsValue, JsValue> {
-    let fields = crate::js::entries(current)?.concat(&crate::js::entries(&to_js(set))?);
+    // As a `Value`: no `to_js` of a map of its own in the module (issue 35).
+    let set = to_js(&Value::Object(set.clone()));
+    let fields = crate::js::entries(current)?.concat(&crate::js::entries(&set)?);
     Object::from_entries(&fields).map(JsValue::from)
 }
 
