@@ -70,14 +70,16 @@ sed -i '1i /// <reference lib="esnext.disposable" />' pkg/outbox_idb.d.ts
 # The passes: -Os, then the control flow flattened and rebuilt by binaryen's relooper
 # (`--flatten --rereloop`), then -Os twice, repeated while the module shrinks: −1.3 KB gzip
 # against `-Oz --converge` (2026-12-06; -Os alone −0.4 KB: gzip takes -Os's code better than
-# -Oz's smaller one).
-echo "[build] wasm-opt -Os --flatten --rereloop -Os -Os --converge (npm binaryen)"
+# -Oz's smaller one). The flattening and relooping done twice in each round, with -Os
+# between: −143 B gzip more (2026-12-07; three times, or a second round after the two -Os:
+# less; `--merge-similar-functions` +106 B, `-iit` −112 B not taken, see BENCHMARKS.md).
+echo "[build] wasm-opt -Os --flatten --rereloop -Os --flatten --rereloop -Os -Os --converge (npm binaryen)"
 # OUTBOX_KEEP_NAMES=1 keeps the functions' names in the module (`-g` instead of
 # `--strip-debug`), so that a CPU profile names them (bench/timeline.trace.ts with
 # TIMELINE_CPU=1); the module is then about 35 KB gzip larger and its budget not checked.
 names=--strip-debug
 if [ "${OUTBOX_KEEP_NAMES:-0}" = 1 ]; then names=-g; export SKIP_SIZE_BUDGET=1; fi
-npx wasm-opt --low-memory-unused -Os --flatten --rereloop -Os -Os --converge "$names" --strip-producers --strip-target-features \
+npx wasm-opt --low-memory-unused -Os --flatten --rereloop -Os --flatten --rereloop -Os -Os --converge "$names" --strip-producers --strip-target-features \
   pkg/outbox_idb_bg.wasm -o pkg/outbox_idb_bg.opt.wasm
 mv pkg/outbox_idb_bg.opt.wasm pkg/outbox_idb_bg.wasm
 # The gate only when asked: a newcomer building the package waits for the package alone

@@ -24,7 +24,7 @@ try {
   const named = join(dir, "named.wasm");
   // -g keeps the name section through the passes; the passes are build.sh's, without
   // --converge (a few more bytes, half a minute less).
-  run("npx", ["wasm-opt", "-Os", "--flatten", "--rereloop", "-Os", "-Os", "-g", join(dir, "outbox_idb_bg.wasm"), "-o", named]);
+  run("npx", ["wasm-opt", "-Os", "--flatten", "--rereloop", "-Os", "--flatten", "--rereloop", "-Os", "-Os", "-g", join(dir, "outbox_idb_bg.wasm"), "-o", named]);
   const items = JSON.parse(run("twiggy", ["top", "-n", "1000000", "--format", "json", named]));
   const code = items.filter((i) => !/^"?(function names|local names|.*subsection)/.test(i.name) && i.name !== "custom section 'name'");
   const total = code.reduce((sum, i) => sum + i.shallow_size, 0);

@@ -348,7 +348,7 @@ fn object(known: &mut [(&str, Option<Value>)], extra: &Map<String, Value>) -> Va
         }
     }
     for (k, v) in extra {
-        if !out.contains_key(k) {
+        if !out.contains_key(k.as_str()) {
             out.insert(k.clone(), v.clone());
         }
     }

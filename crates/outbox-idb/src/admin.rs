@@ -4,7 +4,8 @@
 
 use crate::args::{id_arg, owner_arg, writes_arg};
 use crate::convert::from_js;
-use crate::idb::Durability;
+use crate::idb::records::AppStores;
+use crate::idb::{Durability, Store};
 use crate::ops::{committed, own_row, owner_wide, with_records};
 use crate::outbox::{promise, Outbox};
 use js_sys::Promise;
@@ -40,7 +41,8 @@ impl Outbox {
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
+            let seen = Store::rows_of(read)?;
             let Some(row) = own_row(&seen, &owner) else {
                 return Ok(JsValue::FALSE);
             };
@@ -82,14 +84,13 @@ impl Outbox {
             // `atTarget` needs the row's target: read it first (the replace re-checks the row).
             let target = match writes.is_empty() {
                 true => String::new(),
-                false => inner
-                    .store
-                    .read(&[Scope::Id(row_id.clone())])
-                    .await?
-                    .first()
-                    .and_then(|r| decode(r).ok())
-                    .map(|r| r.target)
-                    .unwrap_or_default(),
+                false => Store::rows_of(
+                    inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?,
+                )?
+                .first()
+                .and_then(|r| decode(r).ok())
+                .map(|r| r.target)
+                .unwrap_or_default(),
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;

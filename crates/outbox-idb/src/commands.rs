@@ -4,7 +4,7 @@
 //! `outbox_core`; bad arguments fail before anything is written.
 
 use crate::args::{app_store_arg, id_arg, owner_arg, writes_arg};
-use crate::convert::{fields_from_js, outcome_from_js, row_to_js, to_js, undecodable_entry};
+use crate::convert::{fields_from_js, metrics_to_js, outcome_from_js, row_to_js, ticket_to_js, undecodable_entry};
 use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
@@ -167,7 +167,8 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await?;
+            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
+            let seen = Store::rows_of(read)?;
             let pred = seen.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
             let mut scopes = vec![Scope::Id(row_id.clone())];
             scopes.extend(pred.clone().map(Scope::Id));
@@ -201,7 +202,7 @@ impl Outbox {
             Ok(match (committed, ticket) {
                 (true, Some(t)) => {
                     inner.notifier.changed("claim", Some(&owner));
-                    to_js(&t)
+                    ticket_to_js(&t)
                 }
                 _ => JsValue::NULL,
             })
@@ -231,7 +232,8 @@ impl Outbox {
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
             // Not an `async` block of its own: no nested future (issue 35).
-            let seen = inner.store.read(&[Scope::Id(row_id.clone())]).await;
+            let seen = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await;
+            let seen = seen.and_then(Store::rows_of);
             let applied = match seen.map(|seen| own_row(&seen, &owner)) {
                 Ok(Some(row)) => {
                     let mut opts = FlushOptions::new(owner.clone(), inner.tab.clone());
@@ -285,7 +287,7 @@ impl Outbox {
             };
             let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
             let counters = *inner.counters.borrow();
-            Ok(to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
+            Ok(metrics_to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         }))
     }
 }

@@ -26,7 +26,7 @@ use walk::{FieldsRefusal, Refusal};
 use wasm_bindgen::prelude::*;
 
 pub use foreign::OPAQUE_KEY;
-pub use json::to_js;
+pub use json::{metrics_to_js, report_to_js, send_op_to_js, ticket_to_js, to_js};
 pub use kept::unsendable_reason;
 pub use walk::{MAX_APP_DEPTH, MAX_NODES};
 

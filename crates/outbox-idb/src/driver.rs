@@ -104,7 +104,7 @@ impl From<Failed> for JsValue {
     /// The error, with the report on it as `report`.
     fn from(f: Failed) -> JsValue {
         let e = JsValue::from(f.error);
-        crate::js::set(&e, "report", &to_js(&f.report));
+        crate::js::set(&e, "report", &crate::convert::report_to_js(&f.report));
         e
     }
 }
@@ -118,7 +118,7 @@ impl From<Failed> for JsValue {
 /// tab resends them).
 pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::result::Result<FlushReport, Failed> {
     let id = flush.id();
-    let flush = Rc::new(RefCell::new(flush));
+    let flush = RefCell::new(flush);
     // The flush's loop, in this body itself (no future of its own, issue 35); its jobs are
     // dropped at the end of this block, before the flush's records are freed.
     let result = {
@@ -139,7 +139,7 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
                     Request::Write { token, scopes } => waiting.push((token, scopes)),
                     other => {
                         sent |= matches!(other, Request::Send { .. });
-                        running.push(false, Box::pin(execute(inner.clone(), flush.clone(), ports.clone(), other)));
+                        running.push(false, Box::pin(execute(inner, &flush, ports, other)));
                     }
                 }
             }
@@ -155,10 +155,7 @@ pub async fn drive(inner: &Rc<Inner>, flush: Flush, ports: &Ports) -> std::resul
                 } else {
                     ticked = false;
                     let writes = std::mem::take(&mut waiting);
-                    running.push(
-                        true,
-                        Box::pin(write_together(inner.clone(), flush.clone(), ports.clone(), owner.clone(), writes)),
-                    );
+                    running.push(true, Box::pin(write_together(inner, &flush, ports, &owner, writes)));
                 }
             }
             // Done: a wait still out (`Request::Wait`) is not waited for.
@@ -201,10 +198,10 @@ async fn tick() -> Result<()> {
 /// Each transaction that changed something is announced to the other tabs as soon as it
 /// commits, so a long flush shows its progress (and nothing is lost if it fails later).
 async fn write_together(
-    inner: Rc<Inner>,
-    flush: Rc<RefCell<Flush>>,
-    ports: Ports,
-    owner: String,
+    inner: &Inner,
+    flush: &RefCell<Flush>,
+    ports: &Ports,
+    owner: &str,
     writes: Vec<(Token, Vec<Scope>)>,
 ) -> Result<()> {
     let mut results = Vec::with_capacity(writes.len());
@@ -219,11 +216,11 @@ async fn write_together(
         let part = if alone { &writes[results.len()..=results.len()] } else { &writes[..] };
         // One readwrite transaction over `part`, awaited here (no future of its own, issue
         // 35), announced if it changed something.
-        let items = planners(&inner, &flush, part);
+        let items = planners(inner, flush, part);
         match inner.store.transact_records(items, Durability::Default, &port, &[]).await {
             Ok(done) => {
                 if done.outcomes.contains(&Some(ReplaceOutcome::Committed)) {
-                    inner.notifier.changed_records("flush", Some(&owner), &done.changed);
+                    inner.notifier.changed_records("flush", Some(owner), &done.changed);
                 }
                 results.extend(done.outcomes);
             }
@@ -244,12 +241,12 @@ async fn write_together(
         let c = f.borrow().report().counters;
         (c.conflicts, c.permanent_failures)
     };
-    let before = written(&flush);
+    let before = written(flush);
     for ((token, _), result) in writes.iter().zip(results) {
         inner.outstanding.with(|o| flush.borrow_mut().handle_written(*token, result, o));
     }
     // Conflict successors and blocked rows count when they are written (§12).
-    let after = written(&flush);
+    let after = written(flush);
     let mut counters = inner.counters.borrow_mut();
     counters.conflicts += after.0 - before.0;
     counters.permanent_failures += after.1 - before.1;
@@ -258,15 +255,15 @@ async fn write_together(
 
 /// The planners of `writes`, for one readwrite transaction (see [`write_together`]).
 fn planners<'a>(
-    inner: &Rc<Inner>,
-    flush: &Rc<RefCell<Flush>>,
+    inner: &'a Inner,
+    flush: &'a RefCell<Flush>,
     writes: &[(Token, Vec<Scope>)],
 ) -> Vec<(Vec<Scope>, Planner<'a>)> {
     let now = inner.now();
     // A loop, not a `collect`: no extend code of its own for this iterator (issue 35).
     let mut items: Vec<(Vec<Scope>, Planner<'_>)> = Vec::with_capacity(writes.len());
     for (token, scopes) in writes {
-        let (flush, inner, token) = (flush.clone(), inner.clone(), *token);
+        let token = *token;
         let planner: Planner<'_> =
             Box::new(move |current: &[serde_json::Value]| flush.borrow_mut().plan(token, current, now, &mut &*inner));
         items.push((scopes.clone(), planner));
@@ -281,7 +278,7 @@ enum PortCall {
     Find(Token),
 }
 
-async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req: Request) -> Result<()> {
+async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Request) -> Result<()> {
     // The port calls share one await (one state of this future, not three).
     let keys = matches!(req, Request::ReadIds { .. });
     let (call_of, port, arg): (_, _, JsValue) = match req {
@@ -307,7 +304,7 @@ async fn execute(inner: Rc<Inner>, flush: Rc<RefCell<Flush>>, ports: Ports, req:
         // `drive` gathers the writes for its one transaction at a time (`write_together`):
         // none comes here, and the future of every other request stays small.
         Request::Write { .. } => unreachable!("drive gathers the writes"),
-        Request::Send { token, op } => (PortCall::Send(token), &ports.send, to_js(&op)),
+        Request::Send { token, op } => (PortCall::Send(token), &ports.send, crate::convert::send_op_to_js(&op)),
         Request::Prepare { token, intent, predecessor, receipt } => {
             let arg = js_sys::Object::new();
             crate::js::set(&arg, "intent", &row_to_js(&encode(&intent)));

@@ -1,7 +1,7 @@
 //! The `Outbox` class of the npm package (SPEC §15): opening, identity, subscribe, close,
 //! and `flush`. The other commands are in [`crate::commands`].
 
-use crate::convert::to_js;
+use crate::convert::report_to_js;
 use crate::driver::{drive, Ports};
 use crate::error::{OutboxError, Result};
 use crate::idb::Store;
@@ -141,7 +141,7 @@ impl Outbox {
             // A failure part way rejects with the report so far (`error.report`): the
             // receipts of answers already applied are not lost with it.
             let report = drive(&inner, flush, &ports).await?;
-            Ok(to_js(&report))
+            Ok(report_to_js(&report))
         }))
     }
 }

@@ -162,14 +162,14 @@ pub fn select_sendable_js(
     let mut first = serde_json::Map::new();
     for (at, s) in stored.iter().enumerate() {
         if let Some(r) = s.row() {
-            if !first.contains_key(&r.id) {
+            if !first.contains_key(r.id.as_str()) {
                 first.insert(r.id.clone(), Value::from(at));
             }
         }
     }
     let picked = Array::new();
     for row in select_sendable(&stored, &tab_id, now, lease(&lease_ms)?, online_since) {
-        if let Some(at) = first.get(&row.id).and_then(Value::as_u64) {
+        if let Some(at) = first.get(row.id.as_str()).and_then(Value::as_u64) {
             picked.push(&given[at as usize]);
         }
     }

@@ -23,7 +23,9 @@ pub fn path_string(segs: &[Seg]) -> String {
             }
             Seg::Key(k) => {
                 s.push('[');
-                s.push_str(&serde_json::to_string(k).unwrap_or_default());
+                // The key as a JSON string, written by serde_json's writer of a `Value` (no
+                // writer of a bare string of its own, issue 35): the same text.
+                s.push_str(&serde_json::to_string(&serde_json::Value::from(k.as_str())).unwrap_or_default());
                 s.push(']');
             }
             Seg::Index(n) => {

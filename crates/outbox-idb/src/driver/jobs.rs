@@ -12,13 +12,14 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-/// One piece of the flush's work.
-pub type Job = Pin<Box<dyn Future<Output = Result<()>>>>;
+/// One piece of the flush's work; it may borrow what `drive` holds (its flush, the
+/// outbox, the ports): no clones of them per job (issue 35).
+pub type Job<'a> = Pin<Box<dyn Future<Output = Result<()>> + 'a>>;
 
 #[derive(Default)]
-pub struct Jobs {
+pub struct Jobs<'a> {
     /// By id; `None` once done. `bool`: whether it ends the flush's write (see `poll_woken`).
-    slots: Vec<Option<(bool, Job, Waker)>>,
+    slots: Vec<Option<(bool, Job<'a>, Waker)>>,
     /// Ids of the empty slots, given to the next jobs.
     free: Vec<usize>,
     woken: Arc<Woken>,
@@ -51,10 +52,10 @@ impl Wake for JobWaker {
     }
 }
 
-impl Jobs {
+impl<'a> Jobs<'a> {
     /// Adds a job, polled first by the next `poll_woken`, after the jobs woken before it.
     /// `ends_write`: it is the flush's write transaction or the microtask before one.
-    pub fn push(&mut self, ends_write: bool, job: Job) {
+    pub fn push(&mut self, ends_write: bool, job: Job<'a>) {
         let id = self.free.pop().unwrap_or(self.slots.len());
         let waker = Waker::from(Arc::new(JobWaker { id, woken: self.woken.clone() }));
         if id == self.slots.len() {

@@ -130,7 +130,9 @@ pub fn moved_to(v: &JsValue) -> Option<Value> {
 /// It cannot fail for a record IndexedDB gave (a structured clone: no getter, no Proxy);
 /// if it did, the write fails rather than storing a record with fields missing.
 fn merged(current: &JsValue, set: &serde_json::Map<String, Value>) -> std::result::Result<JsValue, JsValue> {
-    let fields = crate::js::entries(current)?.concat(&crate::js::entries(&to_js(set))?);
+    // As a `Value`: no `to_js` of a map of its own in the module (issue 35).
+    let set = to_js(&Value::Object(set.clone()));
+    let fields = crate::js::entries(current)?.concat(&crate::js::entries(&set)?);
     Object::from_entries(&fields).map(JsValue::from)
 }
 
@@ -194,15 +196,24 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
         let path = key_path(&store);
         let inline = !path.is_null();
         let fail = |e: JsValue| refused(tx, name, &e);
-        match w {
-            RecordWrite::Put { value, key, .. } => {
-                // The key given, or the one the value holds at its key path.
-                let named = key.clone().or_else(|| key_in_value(value, &path));
-                // A put by a key a rekey left behind lands on the moved record.
-                let at = match named.filter(is_key) {
-                    Some(k) => Some(landing(&store, &k).await.map_err(fail)?.0),
-                    None => None,
-                };
+        // The key each write lands on, read at one await for every kind of write (one state
+        // of this future, not four, issue 35): a put's key given or at its key path (none:
+        // the store generates it), the key a delete, patch or rekey names.
+        let named = match w {
+            RecordWrite::Put { value, key, .. } => key.clone().or_else(|| key_in_value(value, &path)).filter(is_key),
+            RecordWrite::Delete { key, .. } | RecordWrite::Patch { key, .. } => Some(key.clone()),
+            RecordWrite::Rekey { from, .. } => Some(from.clone()),
+        };
+        // A write by a key a rekey left behind lands on the moved record.
+        let (key, current) = match named {
+            Some(k) => {
+                let (k, current) = landing(&store, &k).await.map_err(fail)?;
+                (Some(k), current)
+            }
+            None => (None, JsValue::UNDEFINED),
+        };
+        match (w, key) {
+            (RecordWrite::Put { value, .. }, at) => {
                 let mut value = value.clone();
                 match &at {
                     Some(k) if inline => {
@@ -215,20 +226,18 @@ pub async fn apply(tx: &IdbTransaction, writes: &[RecordWrite]) -> Result<Vec<Ch
                 }
                 changed.extend(at.map(|k| (name.to_owned(), to_js(&k))));
             }
-            RecordWrite::Delete { key, .. } => {
-                let (key, _) = landing(&store, key).await.map_err(fail)?;
+            (_, None) => {} // a delete, patch or rekey always names its key
+            (RecordWrite::Delete { .. }, Some(key)) => {
                 store.delete(&to_js(&key)).map_err(fail)?;
                 changed.push((name.to_owned(), to_js(&key)));
             }
-            RecordWrite::Patch { key, set, .. } => {
-                let (key, current) = landing(&store, key).await.map_err(fail)?;
+            (RecordWrite::Patch { set, .. }, Some(key)) => {
                 if current.is_object() && moved_to(&current).is_none() {
                     put(&store, &merged(&current, set).map_err(fail)?, (!inline).then_some(&key)).map_err(fail)?;
                     changed.push((name.to_owned(), to_js(&key)));
                 }
             }
-            RecordWrite::Rekey { from, to, set, .. } => {
-                let (from, current) = landing(&store, from).await.map_err(fail)?;
+            (RecordWrite::Rekey { to, set, .. }, Some(from)) => {
                 if current.is_object() && moved_to(&current).is_none() {
                     let moved = merged(&current, set).map_err(fail)?;
                     if inline {

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::IdbTransactionMode;
+use web_sys::{IdbObjectStore, IdbTransactionMode};
 
 impl Store {
     /// Replace (§4) in one readwrite transaction: read `scopes`, call `planner` with what was
@@ -83,9 +83,11 @@ impl Store {
         let abort = Armed::new(&tx);
         let store = object_store(&tx)?;
         let mut read: Vec<Scope> = Vec::new();
-        for s in items.iter().flat_map(|(scopes, _)| scopes) {
-            if !read.contains(s) {
-                read.push(s.clone());
+        for (scopes, _) in &items {
+            for s in scopes {
+                if !read.contains(s) {
+                    read.push(s.clone());
+                }
             }
         }
         let mut view = View::default();
@@ -97,8 +99,8 @@ impl Store {
         for row in early {
             // Requests run in order: the reads above do not see these.
             let id = view::key(row);
-            let js = stored_to_js(&id, row).and_then(|js| store.put(&js).map(|_| js));
-            puts.push((id, js.map_err(|e| OutboxError::storage("write", &e))?));
+            let js = put(&store, &id, row)?;
+            puts.push((id, js));
             view.early(row);
         }
         view.load(await_reads(reads).await?);
@@ -146,17 +148,13 @@ impl Store {
         let (writes, stand) = view.finish();
         puts.retain(|(id, _)| stand.contains(id));
         for (id, value) in &writes {
-            match value {
-                Value::Null => store.delete(&JsValue::from_str(id)).map(drop),
-                // Markers become the stored values they stand for again (SPEC §3 rule 2). A
-                // failure returns early: the armed guard aborts, so nothing is half-written.
-                v => stored_to_js(id, v).and_then(|js| {
-                    store.put(&js)?;
-                    puts.push((id.clone(), js));
-                    Ok(())
-                }),
+            // A failure returns early: the armed guard aborts, so nothing is half-written.
+            if value.is_null() {
+                store.delete(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("write", &e))?;
+            } else {
+                let js = put(&store, id, value)?;
+                puts.push((id.clone(), js));
             }
-            .map_err(|e| OutboxError::storage("write", &e))?;
         }
         let changed = records::apply(&tx, &record_writes).await?;
         abort.disarm();
@@ -174,6 +172,12 @@ impl Store {
         done.await.map_err(|e| transaction_failed(&e))?;
         Ok(Transacted { outcomes: results, changed, puts })
     }
+}
+
+/// Puts `row` (by `id`) as stored: its markers become the stored values they stand for
+/// again (SPEC §3 rule 2). The value given to IndexedDB, which stored a copy.
+fn put(store: &IdbObjectStore, id: &str, row: &Value) -> Result<JsValue> {
+    stored_to_js(id, row).and_then(|js| store.put(&js).map(|_| js)).map_err(|e| OutboxError::storage("write", &e))
 }
 
 /// Says on the console that an answer's `reconcile` failed (`why`) and is left unapplied:

@@ -83,30 +83,35 @@ pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 5_000;
 /// `SCHEMA_MISMATCH` when `app` does not fit the database (nothing opened or changed).
 pub async fn open(name: String, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> Result<IdbDatabase> {
     let version = app.as_ref().map_or(SCHEMA_VERSION, |a| a.db_version(SCHEMA_VERSION));
-    // Each request awaited by `wait` itself: no future of its own (issue 35).
-    let db = match wait(request(&name, Some(version)), timeout_ms, upgrade_of(app.clone())).await {
-        Ok(db) => db,
-        Err(OpenError::Version) => {
-            let db = wait(request(&name, None), timeout_ms, upgrade_of(None)).await.map_err(|e| match e {
-                OpenError::Version => OutboxError::storage("cannot open the database", &"VersionError".into()),
-                OpenError::Other(e) => e,
-            })?;
-            if !db.object_store_names().contains(STORE) {
-                db.close();
-                return Err(OutboxError::storage(
-                    "cannot open the database",
-                    &format!("{name} has no `{STORE}` store").into(),
-                ));
+    // Each request awaited by `wait` itself: no future of its own (issue 35). First at our
+    // version with our upgrade; on `VersionError` (a newer version upgraded it) again at
+    // the database's own version, without one. Both at one await (one state, issue 35).
+    let mut at = Some(version);
+    let db = loop {
+        let upgrade = upgrade_of(if at.is_some() { app.clone() } else { None });
+        match wait(request(&name, at), timeout_ms, upgrade).await {
+            Ok(db) => break db,
+            Err(OpenError::Version) if at.is_some() => at = None,
+            Err(OpenError::Version) => {
+                return Err(OutboxError::storage("cannot open the database", &"VersionError".into()))
             }
-            if let Some(a) = app.as_ref().filter(|a| app_version_of(db.version()) > a.version) {
-                let have = app_version_of(db.version());
-                db.close();
-                return Err(OutboxError::schema_newer(have, a.version));
-            }
-            db
+            Err(OpenError::Other(e)) => return Err(e),
         }
-        Err(OpenError::Other(e)) => return Err(e),
     };
+    if at.is_none() {
+        if !db.object_store_names().contains(STORE) {
+            db.close();
+            return Err(OutboxError::storage(
+                "cannot open the database",
+                &format!("{name} has no `{STORE}` store").into(),
+            ));
+        }
+        if let Some(a) = app.as_ref().filter(|a| app_version_of(db.version()) > a.version) {
+            let have = app_version_of(db.version());
+            db.close();
+            return Err(OutboxError::schema_newer(have, a.version));
+        }
+    }
     // The database is at the declared app version now (upgraded to it, or it was already).
     if let Some(e) = app.and_then(|a| schema_mismatch::check(&db, None, &a, true).err()) {
         db.close();

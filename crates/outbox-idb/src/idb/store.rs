@@ -195,6 +195,17 @@ impl Store {
         .map_err(|e| OutboxError::storage("read", &e))
     }
 
+    /// `getAll` of the row stored under `id` (none or one), issued in `tx` as
+    /// [`Store::owner_queue`]; its result is [`Store::rows_of`]. What the commands read of
+    /// one row outside a write: [`Store::read`] of its `Id` scope, through `read_one`'s
+    /// future (no future of its own, issue 35).
+    ///
+    /// # Errors
+    /// `STORAGE`.
+    pub(crate) fn row_request(tx: &IdbTransaction, id: &str) -> Result<IdbRequest> {
+        object_store(tx)?.get_all_with_key(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("read", &e))
+    }
+
     /// Every stored value (rows of every owner and undecodable ones), issued in `tx` as
     /// [`Store::owner_queue`].
     ///

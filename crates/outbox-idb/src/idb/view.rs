@@ -50,8 +50,8 @@ impl View {
     pub fn load(&mut self, rows: Vec<Value>) {
         for r in rows {
             let k = key(&r);
-            let written = self.writes.contains_key(&k) || self.early.iter().any(|(e, _)| *e == k);
-            if !written && !self.rows.contains_key(&k) {
+            let written = self.writes.contains_key(k.as_str()) || self.early.iter().any(|(e, _)| *e == k);
+            if !written && !self.rows.contains_key(k.as_str()) {
                 self.rows.insert(k, r);
             }
         }
@@ -62,7 +62,7 @@ impl View {
     /// read returns is not loaded.)
     pub fn knows(&self, scope: &Scope) -> bool {
         match scope {
-            Scope::Id(id) => self.rows.contains_key(id) || self.writes.contains_key(id),
+            Scope::Id(id) => self.rows.contains_key(id.as_str()) || self.writes.contains_key(id.as_str()),
             Scope::Target { .. } | Scope::Owner(_) | Scope::Span { .. } => false,
         }
     }
@@ -73,7 +73,7 @@ impl View {
 
     fn set(&mut self, k: String, value: Value) {
         if value.is_null() {
-            self.rows.remove(&k);
+            self.rows.remove(k.as_str());
         } else {
             self.rows.insert(k.clone(), value.clone());
         }
@@ -97,9 +97,9 @@ impl View {
         let mut writes = self.writes;
         let mut stand = Vec::new();
         for (k, row) in self.early {
-            match writes.get(&k) {
+            match writes.get(k.as_str()) {
                 Some(w) if *w == row => {
-                    writes.remove(&k);
+                    writes.remove(k.as_str());
                     stand.push(k);
                 }
                 Some(_) => {}
