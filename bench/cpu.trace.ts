@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launch } from "../tests/soak/browser";
 import { startPeerOrigin } from "../tests/soak/peer";
+import { startProfile, selfTimes } from "./lib/profile";
 import { benchPage, call, fresh } from "./lib/setup";
 
 function snapshot(): Map<string, number> {
@@ -68,24 +69,13 @@ test("cpu per process", async ({ baseURL }) => {
         const owner = fresh("owner");
         if (what !== "posts") await call(page, "seed", owner, n, what === "flush" ? "create" : "update");
         await new Promise((r) => setTimeout(r, 300));
-        const cdp = process.env.TIMELINE_CPU ? await context.newCDPSession(page) : null;
-        if (cdp) { await cdp.send("Profiler.enable"); await cdp.send("Profiler.setSamplingInterval", { interval: 100 }); await cdp.send("Profiler.start"); }
+        const profiler = process.env.TIMELINE_CPU ? await startProfile(context, page) : null;
         const a = snapshot(), ta = total(), w0 = Date.now();
         if (what === "posts") await call(page, "posts", owner, n, 16);
         else await call(page, "flush", owner, what === "flush" ? "fetch" : what);
         const w = Date.now() - w0, b = snapshot(), tb = total();
         out.push(`== ${what} run ${run}: ${diff(a, b, n, w, ta, tb)}`);
-        if (cdp) {
-          const cpu = (await cdp.send("Profiler.stop")).profile as any;
-          const self = new Map<string, number>();
-          const byId = new Map<number, any>(cpu.nodes.map((x: any) => [x.id, x]));
-          cpu.samples.forEach((id: number, i: number) => {
-            const cf = byId.get(id).callFrame;
-            const key = `${cf.functionName || "(anon)"} ${cf.url.split("/").pop()}:${cf.lineNumber}`;
-            self.set(key, (self.get(key) ?? 0) + (cpu.timeDeltas[i] ?? 0) / 1000);
-          });
-          out.push([...self].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([k, v]) => `    ${v.toFixed(1).padStart(8)} ${k}`).join("\n"));
-        }
+        if (profiler) out.push(selfTimes(await profiler.stop(), 12));
         await call(page, "takeSent");
       }
     }

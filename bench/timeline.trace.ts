@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launch } from "../tests/soak/browser";
 import { startPeerOrigin } from "../tests/soak/peer";
+import { startProfile, selfTimes } from "./lib/profile";
 import { benchPage, call, fresh } from "./lib/setup";
 
 /** Wraps IDBDatabase.transaction, the store/index requests and fetch: window.__tl. */
@@ -131,31 +132,15 @@ test("timeline of one flush", async ({ baseURL }) => {
         const owner = fresh("owner");
         await call(page, "seed", owner, n, send === "fetch" ? "create" : "update");
         await page.evaluate(() => (window as any).__tl.reset());
-        let cpu: any = null;
-        const cdp = process.env.TIMELINE_CPU ? await context.newCDPSession(page) : null;
-        if (cdp) {
-          await cdp.send("Profiler.enable");
-          await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
-          await cdp.send("Profiler.start");
-        }
+        const profiler = process.env.TIMELINE_CPU ? await startProfile(context, page) : null;
         const r = await call(page, "flush", owner, send);
-        if (cdp) cpu = (await cdp.send("Profiler.stop")).profile;
+        const cpu = profiler ? await profiler.stop() : null;
         const tl = await page.evaluate(() => { const t = (window as any).__tl; return { tx: t.tx, fetch: t.fetch }; });
         const t0 = r.start - (await page.evaluate(() => performance.timeOrigin));
         const t1 = r.end - (await page.evaluate(() => performance.timeOrigin));
         out.push(summarize(`${send} N=${n} run ${run} (${((t1 - t0) / n).toFixed(3)} ms/row)`, t0, t1, tl));
         if (cpu) {
-          const self = new Map<string, number>();
-          const dt = cpu.timeDeltas as number[];
-          const byId = new Map<number, any>(cpu.nodes.map((x: any) => [x.id, x]));
-          cpu.samples.forEach((id: number, i: number) => {
-            const node = byId.get(id);
-            const cf = node.callFrame;
-            const key = `${cf.functionName || "(anon)"} ${cf.url.split("/").pop()}:${cf.lineNumber}`;
-            self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0) / 1000);
-          });
-          const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 40);
-          out.push("cpu self time (ms):\n" + top.map(([k, v]) => `  ${v.toFixed(1).padStart(8)} ${k}`).join("\n"));
+          out.push("cpu self time (ms):\n" + selfTimes(cpu, 40));
           writeFileSync(test.info().outputPath(`${send}-${run}.cpuprofile`), JSON.stringify(cpu));
         }
         await call(page, "takeSent");
