@@ -35,6 +35,23 @@ fn step_all_but_waits(w: &mut World) {
     }
 }
 
+/// A flush (concurrency 4) of `n` queued records, every request made so far carried out but
+/// waits: its first sends are in the air.
+fn sending(n: usize) -> World {
+    let mut w = World::new(1);
+    records(&mut w, n);
+    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
+    step_all_but_waits(&mut w);
+    w
+}
+
+/// Drives the flush to its end: each of the `n` rows claimed and sent once, none left.
+fn drain_all(w: &mut World, n: u64) {
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded), (n, n));
+    assert_eq!(left(w), 0);
+}
+
 fn acks(w: &World) -> usize {
     w.tabs[A].inbox.iter().filter(|r| is_ack(r)).count()
 }
@@ -86,17 +103,12 @@ fn s8_waiting_answers_go_with_the_next_claim_batch() {
     let at = |pred: fn(&Request) -> bool| w.find(A, pred).unwrap();
     assert!(at(is_claim) < at(is_ack), "the claim first, as asked");
     // Driven to its end as the tests' driver does (waits carried out in their turn).
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!((rep.claimed, rep.succeeded), (20, 20));
-    assert_eq!(left(&w), 0);
+    drain_all(&mut w, 20);
 }
 
 #[test]
 fn s8_the_wait_bounds_how_long_an_answer_waits_beside_a_send_that_does_not_answer() {
-    let mut w = World::new(1);
-    records(&mut w, 2);
-    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
-    step_all_but_waits(&mut w);
+    let mut w = sending(2);
     assert_eq!(w.tabs[A].air.len(), 2);
     w.deliver(A, 0); // the other send stays in the air
     assert_eq!(acks(&w), 0);
@@ -116,10 +128,7 @@ fn s8_the_wait_bounds_how_long_an_answer_waits_beside_a_send_that_does_not_answe
 
 #[test]
 fn s8_one_wait_at_a_time_an_answer_parked_while_one_is_out_is_written_when_it_is_back() {
-    let mut w = World::new(1);
-    records(&mut w, 20);
-    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
-    step_all_but_waits(&mut w);
+    let mut w = sending(20);
     w.deliver(A, 0); // parked; the wait is asked for
     w.deliver(A, 0); // a claim batch: both written with it
     assert_eq!(acks(&w), 2);
@@ -138,17 +147,12 @@ fn s8_one_wait_at_a_time_an_answer_parked_while_one_is_out_is_written_when_it_is
     step_all_but_waits(&mut w);
     w.deliver(A, 0);
     assert_eq!((acks(&w), w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count()), (0, 1), "parked: a wait again");
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!((rep.claimed, rep.succeeded), (20, 20));
-    assert_eq!(left(&w), 0);
+    drain_all(&mut w, 20);
 }
 
 #[test]
 fn s8_an_answer_while_a_claim_batch_is_being_written_waits_for_the_next_write() {
-    let mut w = World::new(1);
-    records(&mut w, 20);
-    w.start_flush_with(A, "alice", |o| o.concurrency = 4);
-    step_all_but_waits(&mut w);
+    let mut w = sending(20);
     w.deliver(A, 0);
     w.deliver(A, 0); // room for two: a claim batch, both answers with it
                      // Everything but the claim batch and the wait: the batch is still to be written.
