@@ -127,26 +127,26 @@ fn s8_the_wait_bounds_how_long_an_answer_waits_beside_a_send_that_does_not_answe
 }
 
 #[test]
-fn s8_one_wait_at_a_time_an_answer_parked_while_one_is_out_is_written_when_it_is_back() {
+fn s8_a_wait_is_its_answers_alone_back_after_they_were_written_it_releases_none_parked_since() {
     let mut w = sending(20);
-    w.deliver(A, 0); // parked; the wait is asked for
+    w.deliver(A, 0); // parked; its wait is asked for
+    let first = w.find(A, is_wait).unwrap();
+    let Request::Wait { token: first, .. } = w.tabs[A].inbox[first].clone() else { unreachable!() };
     w.deliver(A, 0); // a claim batch: both written with it
     assert_eq!(acks(&w), 2);
-    step_all_but_waits(&mut w); // the claim, the two ACKs, the sends; the wait stays out
-    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1);
+    step_all_but_waits(&mut w); // the claim, the two ACKs, the sends; the first wait stays out
     w.deliver(A, 0);
     assert_eq!(acks(&w), 0, "parked");
-    assert_eq!(w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count(), 1, "no second wait while one is out");
-    let wait = w.find(A, is_wait).unwrap();
-    w.step(A, wait, &mut truthful);
-    assert_eq!(acks(&w), 1, "the wait, back, writes the answer parked since");
-    step_all_but_waits(&mut w);
-    w.deliver(A, 0); // room for two again: a claim batch, the answer with it
-    assert!(w.tabs[A].inbox.iter().any(is_claim));
-    assert_eq!((acks(&w), w.find(A, is_wait)), (1, None), "written with the claim, no wait asked for");
-    step_all_but_waits(&mut w);
-    w.deliver(A, 0);
-    assert_eq!((acks(&w), w.tabs[A].inbox.iter().filter(|r| is_wait(r)).count()), (0, 1), "parked: a wait again");
+    let waits: Vec<_> = w.tabs[A].inbox.iter().filter(|r| is_wait(r)).cloned().collect();
+    assert_eq!(waits.len(), 2, "the answer asks for a wait of its own: {waits:?}");
+    // The first wait, back now, is not this answer's: it stays parked (or a wait started by
+    // an earlier batch would cut each later batch's answers into a transaction of their own).
+    let at = w.find(A, |r| matches!(r, Request::Wait { token, .. } if *token == first)).unwrap();
+    w.step(A, at, &mut truthful);
+    assert_eq!(acks(&w), 0, "the earlier batch's wait releases nothing");
+    let own = w.find(A, is_wait).unwrap();
+    w.step(A, own, &mut truthful);
+    assert_eq!(acks(&w), 1, "its own wait, back, writes it");
     drain_all(&mut w, 20);
 }
 

@@ -399,8 +399,12 @@ impl Flush {
         }
     }
 
-    /// Asks for the writes of every parked answer.
+    /// Asks for the writes of every parked answer. The wait asked for with them is theirs
+    /// alone: back later, it releases nothing (answers parked since have a wait of their
+    /// own), or it would cut a later batch's answers short, each time it fires, into a
+    /// transaction of their own.
     fn unpark(&mut self) {
+        self.parked_wait = None;
         for token in std::mem::take(&mut self.parked) {
             if let Some(req) = self.tasks.get(&token).and_then(|t| t.request(token, &self.opts)) {
                 self.requests.push_back(req);
@@ -411,7 +415,6 @@ impl Flush {
     /// The [`Request::Wait`] is back: the answers parked write now.
     pub fn handle_waited(&mut self, token: Token) {
         if self.parked_wait == Some(token) {
-            self.parked_wait = None;
             self.unpark();
         }
     }
