@@ -483,7 +483,7 @@ impl Flush {
     }
 
     fn emit(&mut self, token: Token, task: &Task) {
-        if let Task::Answer(_) = task {
+        if task.is_fresh_answer() {
             // §8: written with what comes next, or at once when no send is out (`park`).
             self.parked.push(token);
             return;

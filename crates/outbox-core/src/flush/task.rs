@@ -95,6 +95,13 @@ impl Task {
         }
     }
 
+    /// An answer as a send brought it, before any of its writes: the one kind a flush parks
+    /// (§8). One that comes back after converting its intents or after a stale write goes
+    /// at once: the create's intents are converted and the create not ACKed yet until it is.
+    pub(super) fn is_fresh_answer(&self) -> bool {
+        matches!(self, Task::Answer(a) if a.passes == 0)
+    }
+
     /// The targets a task made from a claim holds.
     pub(super) fn targets(&self) -> Vec<String> {
         match self {
