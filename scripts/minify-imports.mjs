@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Shortens the names under which the wasm module imports the glue's JS functions (issue 35:
-// −2.5 KB gzip). wasm-bindgen names each import `__wbg_<name>_<16 hex digits of hash>`
-// under the module "./outbox_idb_bg.js"; the hashes do not compress, and there are about
-// 150 of them. Only the import section of pkg/outbox_idb_bg.wasm and the keys of the import
-// object in pkg/outbox_idb.js (the one place that names them) change, together; the
-// exports keep their names (`initSync` returns them), except the closures' entry points,
-// named after hashes too (below). Run by scripts/build.sh after
-// wasm-opt and glue-imports.mjs; fails, changing nothing, on a glue it cannot match.
+// −2.5 KB gzip) and exports its own. wasm-bindgen names each import `__wbg_<name>_<16 hex
+// digits of hash>` under the module "./outbox_idb_bg.js"; the hashes do not compress, and
+// there are about 150 of them. Only the import and export sections of
+// pkg/outbox_idb_bg.wasm, the keys of the import object in pkg/outbox_idb.js (the one place
+// that names them), the glue's `wasm.<export>` and the exports' types change, together
+// (below). Run by scripts/build.sh after wasm-opt and glue-imports.mjs; fails, changing
+// nothing, on a glue it cannot match.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,26 +63,23 @@ const readName = () => {
   return wasm.toString("utf8", at - len, at);
 };
 
-// The export section (id 7): the closures' entry points wasm-bindgen exports under
-// `wasm_bindgen__convert__closures_____invoke__<16 hex digits of hash>` (about 6; the
-// hashes do not compress either) renamed `c0`, `c1`, …; the glue calls them as
-// `wasm.<name>(` and nothing else knows them (their names change with every build). The
-// other exports keep their names.
-const CLOSURE_EXPORT = "wasm_bindgen__convert__closures_____invoke__";
+// The export section (id 7): every export renamed `a`, `b`, … (−0.3 KB gzip, 2026-12-07):
+// the closures' entry points, named `wasm_bindgen__convert__closures_____invoke__<16 hex
+// digits of hash>`, the methods (`outbox_flush`, …), wasm-bindgen's own (`__wbindgen_malloc`,
+// `memory`, …). Only the glue uses them, as `wasm.<name>`: the package's `init` and
+// `initSync` hand the app the exports as `unknown` (npm/index.d.ts), not as an API.
 const exportsRenamed = new Map();
 function exportSection(end) {
   const count = readLeb();
   const entries = [leb(count)];
   for (let i = 0; i < count; i++) {
-    let name = readName();
+    const name = readName();
     const kind = wasm[at++];
     const index = readLeb();
-    if (name.startsWith(CLOSURE_EXPORT)) {
-      const short = `c${exportsRenamed.size}`;
-      exportsRenamed.set(name, short);
-      name = short;
-    }
-    entries.push(leb(Buffer.byteLength(name)), Buffer.from(name), Buffer.from([kind]), leb(index));
+    if (exportsRenamed.has(name)) fail(`export ${name} twice`);
+    const short = shortName(exportsRenamed.size);
+    exportsRenamed.set(name, short);
+    entries.push(leb(Buffer.byteLength(short)), Buffer.from(short), Buffer.from([kind]), leb(index));
   }
   if (at !== end) fail("export section not read to its end");
   const body = Buffer.concat(entries);
@@ -151,23 +148,26 @@ const moduleKey = `"${GLUE_MODULE}": import0,`;
 if (glue.split(GLUE_MODULE).length !== 2 || !glue.includes(moduleKey)) fail(`the glue does not name "${GLUE_MODULE}" once`);
 glue = glue.replace(moduleKey, `"${SHORT_MODULE}": import0,`);
 
-// The glue calls each renamed export as `wasm.<name>(`, and names it no other way.
-for (const [name, short] of exportsRenamed) {
-  const uses = glue.match(new RegExp(`wasm\\.${name}(?![\\w$])`, "g")) ?? [];
-  const calls = glue.split(`wasm.${name}(`).length - 1;
-  if (calls === 0 || uses.length !== calls) fail(`the glue uses wasm.${name} other than as a call`);
-  glue = glue.replaceAll(`wasm.${name}(`, `wasm.${short}(`);
-}
-for (const short of exportsRenamed.values()) {
-  if (renamed.has(short)) fail(`${short} named twice`);
+// The glue names each export as `wasm.<name>` (a call, `wasm.memory.buffer`, …), all in one
+// pass so that no new name is taken for an old one; afterwards every `wasm.<name>` it
+// holds must be a new name, so none was missed.
+const USE = /(?<![\w$.])wasm\.([\w$]+)/g;
+glue = glue.replace(USE, (use, name) => (exportsRenamed.has(name) ? `wasm.${exportsRenamed.get(name)}` : use));
+const shorts = new Set(exportsRenamed.values());
+for (const [, name] of glue.matchAll(USE)) {
+  if (!shorts.has(name)) fail(`the glue uses wasm.${name}, which is not an export`);
 }
 
 // Their types (`InitOutput` in the glue's types, and the module's own types) under the
 // new names too: each declared once, as `<name>:`.
+// (wasm-bindgen declares the exports that are functions, tables and the memory; the two
+// globals of its runtime, `__abort_handler` and `__instance_terminated`, it does not.)
 const types = [join(pkg, "outbox_idb.d.ts"), join(pkg, "outbox_idb_bg.wasm.d.ts")].map((f) => [f, readFileSync(f, "utf8")]);
 for (const entry of types) {
   for (const [name, short] of exportsRenamed) {
-    if (entry[1].split(` ${name}:`).length !== 2) fail(`${entry[0]} does not declare ${name} once`);
+    const declared = entry[1].split(` ${name}:`).length - 1;
+    if (declared === 0 && name.startsWith("__") && !name.startsWith("__wbindgen") && !name.startsWith("__wbg")) continue;
+    if (declared !== 1) fail(`${entry[0]} does not declare ${name} once`);
     entry[1] = entry[1].replace(` ${name}:`, ` ${short}:`);
   }
 }
@@ -175,4 +175,4 @@ for (const entry of types) {
 writeFileSync(wasmFile, Buffer.concat(parts));
 writeFileSync(glueFile, glue);
 for (const [f, text] of types) writeFileSync(f, text);
-console.log(`[build] ${renamed.size} imports and ${exportsRenamed.size} closure exports renamed`);
+console.log(`[build] ${renamed.size} imports and ${exportsRenamed.size} exports renamed`);

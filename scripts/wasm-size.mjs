@@ -135,7 +135,9 @@ import { gzipSync } from "node:zlib";
 // only (−0.3 KB), wasm-opt's flattening and relooping twice per round (−0.1 KB), fewer
 // await states and futures in the record writes, the one-row reads, the open and the
 // replace's puts (−0.2 KB). With the answers written together: 128,240.
-const BUDGET_GZIP_BYTES = 128_260;
+// Lowered to 127,940 (to 127,925, 2026-12-07): every export renamed `a`, `b`, … with the
+// glue's uses of it (scripts/minify-imports.mjs, −323 B).
+const BUDGET_GZIP_BYTES = 127_940;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);
