@@ -56,40 +56,37 @@ pub(super) async fn wait(
     let timed_out = Rc::new(Cell::new(false));
     let refused = Rc::new(Cell::new(None::<OutboxError>));
 
-    let on_success = {
-        let (req, timer) = (req.clone(), timer.clone());
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
-            clear_timeout(&timer);
-            let db = req.result().unwrap_or(JsValue::UNDEFINED);
-            // Before anything else can run: the connection lets go of other tabs' upgrades
-            // from its first moment, whatever becomes of this future.
-            db.unchecked_ref::<IdbDatabase>().set_onversionchange(Some(&close_on_versionchange()));
-            let _ = resolve.call1(&JsValue::NULL, &db);
-        })
-    };
-    let on_error = {
-        let (req, timer, reject) = (req.clone(), timer.clone(), reject.clone());
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
-            clear_timeout(&timer);
-            let err = req.error().ok().flatten().map_or(JsValue::NULL, JsValue::from);
-            let _ = reject.call1(&JsValue::NULL, &err);
-        })
-    };
-    let on_upgrade = {
-        let (req, timer, refused) = (req.clone(), timer.clone(), refused.clone());
+    // One handler for the request's four events, told apart by type: one closure type
+    // (its glue built into the module once) instead of four (issue 35).
+    let on_event = {
+        let (req, timer, refused, saw_blocked, reject) =
+            (req.clone(), timer.clone(), refused.clone(), saw_blocked.clone(), reject.clone());
         Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+            let kind = ev.type_();
+            if kind == "blocked" {
+                saw_blocked.set(true);
+                return;
+            }
             clear_timeout(&timer);
-            let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
-            let old = ev.unchecked_ref::<IdbVersionChangeEvent>().old_version();
-            if let Err(e) = upgrade(db.unchecked_ref(), &tx, old) {
-                refused.set(Some(e));
-                let _ = tx.abort();
+            if kind == "success" {
+                let db = req.result().unwrap_or(JsValue::UNDEFINED);
+                // Before anything else can run: the connection lets go of other tabs'
+                // upgrades from its first moment, whatever becomes of this future.
+                db.unchecked_ref::<IdbDatabase>().set_onversionchange(Some(&close_on_versionchange()));
+                let _ = resolve.call1(&JsValue::NULL, &db);
+            } else if kind == "error" {
+                let err = req.error().ok().flatten().map_or(JsValue::NULL, JsValue::from);
+                let _ = reject.call1(&JsValue::NULL, &err);
+            } else {
+                // `upgradeneeded`
+                let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
+                let old = ev.unchecked_ref::<IdbVersionChangeEvent>().old_version();
+                if let Err(e) = upgrade(db.unchecked_ref(), &tx, old) {
+                    refused.set(Some(e));
+                    let _ = tx.abort();
+                }
             }
         })
-    };
-    let on_blocked = {
-        let saw_blocked = saw_blocked.clone();
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| saw_blocked.set(true))
     };
     let on_timeout = {
         let (req, timed_out) = (req.clone(), timed_out.clone());
@@ -100,18 +97,13 @@ pub(super) async fn wait(
             let _ = reject.call1(&JsValue::NULL, &JsValue::NULL);
         })
     };
-    req.set_onsuccess(Some(on_success.as_ref().unchecked_ref()));
-    req.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    req.set_onupgradeneeded(Some(on_upgrade.as_ref().unchecked_ref()));
-    req.set_onblocked(Some(on_blocked.as_ref().unchecked_ref()));
+    let handler = on_event.as_ref().unchecked_ref();
+    req.set_onsuccess(Some(handler));
+    req.set_onerror(Some(handler));
+    req.set_onupgradeneeded(Some(handler));
+    req.set_onblocked(Some(handler));
     timer.set(set_timeout(on_timeout.as_ref().unchecked_ref(), timeout_ms));
-    let mut pending = Pending {
-        req,
-        timer,
-        settled: false,
-        _handlers: [on_success, on_error, on_upgrade, on_blocked],
-        _timeout: on_timeout,
-    };
+    let mut pending = Pending { req, timer, settled: false, _handler: on_event, _timeout: on_timeout };
 
     let result = JsFuture::from(promise).await;
     pending.settled = !timed_out.get();
@@ -135,7 +127,7 @@ struct Pending {
     req: IdbOpenDbRequest,
     timer: Rc<Cell<Option<JsValue>>>,
     settled: bool,
-    _handlers: [Closure<dyn FnMut(Event)>; 4],
+    _handler: Closure<dyn FnMut(Event)>,
     _timeout: Closure<dyn FnMut()>,
 }
 
