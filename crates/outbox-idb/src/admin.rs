@@ -42,8 +42,8 @@ impl Outbox {
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
             let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
-            let seen = Store::rows_of(read)?;
-            let Some(row) = own_row(&seen, &owner) else {
+            // The rows read are not kept across the next await (issue 35).
+            let Some(row) = own_row(&Store::rows_of(read)?, &owner) else {
                 return Ok(JsValue::FALSE);
             };
             if let Some(b) = &body {

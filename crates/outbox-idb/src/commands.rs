@@ -168,8 +168,8 @@ impl Outbox {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
-            let seen = Store::rows_of(read)?;
-            let pred = seen.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
+            // The rows read are not kept across the next await (issue 35).
+            let pred = Store::rows_of(read)?.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
             let mut scopes = vec![Scope::Id(row_id.clone())];
             scopes.extend(pred.clone().map(Scope::Id));
             let now = inner.now();
