@@ -83,13 +83,21 @@ pub fn text_of(v: &JsValue) -> String {
 /// there). Anything else resolves ours: a thenable's `then` runs in a job, where a throw
 /// rejects.
 pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
-    let mut settle = None;
-    let promise = Promise::new(&mut |res, rej| settle = Some((res, rej)));
-    let Some((resolve, reject)) = settle else { return Ok(promise) };
+    let (promise, resolve, reject) = with_resolvers();
     if v.is_instance_of::<Promise>() {
         v.unchecked_ref::<PromiseValue>().intrinsic_then(&resolve, &reject)?;
     } else {
         resolve.call1(&JsValue::NULL, v)?;
     }
     Ok(promise)
+}
+
+/// A new promise with the functions that resolve and reject it (as
+/// `Promise.withResolvers()`, which older engines lack). One executor for every caller
+/// that keeps them: one closure type in the module, not one per caller (issue 35).
+pub fn with_resolvers() -> (Promise, Function, Function) {
+    let mut settle = None;
+    let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
+    let (resolve, reject) = settle.expect("the Promise executor runs at once");
+    (promise, resolve, reject)
 }

@@ -112,15 +112,11 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     let Some((locks, request)) = lock_request() else { return turn };
     // The lock is held until `hold` resolves; `granted` resolves with `true` when the
     // callback runs, with `false` if the engine refuses the request.
-    let mut release = None;
-    let hold = Promise::new(&mut |resolve, _| release = Some(resolve));
-    let Some(release) = release else { return turn };
+    let (hold, release, _) = crate::js::with_resolvers();
     let id = NEXT.with(|n| n.replace(n.get() + 1));
     RELEASES.with(|r| r.borrow_mut().push((id, release.clone(), inner.turns.clone())));
     turn.release = Some((id, release));
-    let mut granted_resolve = None;
-    let granted = Promise::new(&mut |resolve, _| granted_resolve = Some(resolve));
-    let Some(granted_resolve) = granted_resolve else { return turn };
+    let (granted, granted_resolve, _) = crate::js::with_resolvers();
     let on_refusal = granted_resolve.bind1(&JsValue::NULL, &JsValue::FALSE);
     let state = Rc::new(Cell::new(WAITING));
     let callback = Closure::once({

@@ -18,7 +18,7 @@
 //! and a connection that arrives later is closed, so it never lingers and blocks other tabs.
 
 use crate::error::{dom_name, OutboxError};
-use js_sys::{Function, Promise};
+use js_sys::Function;
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -48,9 +48,7 @@ pub(super) async fn wait(
     upgrade: Upgrade,
 ) -> Result<IdbDatabase, OpenError> {
     let req = req.map_err(OpenError::Other)?;
-    let mut settle: Option<(Function, Function)> = None;
-    let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
-    let (resolve, reject) = settle.expect("the Promise executor runs at once");
+    let (promise, resolve, reject) = crate::js::with_resolvers();
     let timer = Rc::new(Cell::new(None::<JsValue>));
     let saw_blocked = Rc::new(Cell::new(false));
     let timed_out = Rc::new(Cell::new(false));
