@@ -59,12 +59,9 @@ pub fn install() {
 
 /// A promise of `fut` that also rejects, with `INTERNAL`, when `fut` panics.
 pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>>) -> Promise {
-    let mut fut = Some(fut);
-    Promise::new(&mut |resolve, reject| {
-        let reject = Rc::new(reject);
-        let call = Polled { fut: fut.take().expect("a promise's executor runs once"), reject: reject.clone() };
-        spawn_local(Settle { call, resolve });
-    })
+    let (promise, resolve, reject) = crate::js::with_resolvers();
+    spawn_local(Settle { call: Polled { fut, reject: Rc::new(reject) }, resolve });
+    promise
 }
 
 /// A call's future settling its promise: a plain future, not an `async` block (no states

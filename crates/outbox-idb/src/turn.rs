@@ -217,12 +217,12 @@ fn global_fn(name: &str) -> Option<Function> {
 /// A promise that resolves (with `undefined`) after `ms`; at once where there is no
 /// `setTimeout` (a flush's answers then wait for no timer, §8).
 pub(crate) fn sleep(ms: u32) -> Promise {
-    Promise::new(&mut |resolve, _| {
-        let _ = match global_fn("setTimeout") {
-            Some(set) => set.call2(&js_sys::global(), &resolve, &ms.into()),
-            None => resolve.call0(&JsValue::UNDEFINED),
-        };
-    })
+    let (promise, resolve, _) = crate::js::with_resolvers();
+    let _ = match global_fn("setTimeout") {
+        Some(set) => set.call2(&js_sys::global(), &resolve, &ms.into()),
+        None => resolve.call0(&JsValue::UNDEFINED),
+    };
+    promise
 }
 
 #[cfg(test)]
