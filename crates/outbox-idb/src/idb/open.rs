@@ -54,12 +54,21 @@ pub(super) async fn wait(
     let timed_out = Rc::new(Cell::new(false));
     let refused = Rc::new(Cell::new(None::<OutboxError>));
 
-    // One handler for the request's four events, told apart by type: one closure type
-    // (its glue built into the module once) instead of four (issue 35).
+    // One handler for the request's four events, told apart by type, and for the timeout
+    // (`setTimeout` calls it with no event): one closure type, its glue built into the
+    // module once, instead of five (issue 35).
     let on_event = {
-        let (req, timer, refused, saw_blocked, reject) =
-            (req.clone(), timer.clone(), refused.clone(), saw_blocked.clone(), reject.clone());
+        let (req, timer, refused, saw_blocked, timed_out) =
+            (req.clone(), timer.clone(), refused.clone(), saw_blocked.clone(), timed_out.clone());
         Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+            if ev.is_undefined() {
+                timed_out.set(true);
+                // At once, not when this future next runs: `upgradeneeded` may be the next
+                // task.
+                abandon(&req);
+                let _ = reject.call1(&JsValue::NULL, &JsValue::NULL);
+                return;
+            }
             let kind = ev.type_();
             if kind == "blocked" {
                 saw_blocked.set(true);
@@ -86,22 +95,13 @@ pub(super) async fn wait(
             }
         })
     };
-    let on_timeout = {
-        let (req, timed_out) = (req.clone(), timed_out.clone());
-        Closure::<dyn FnMut()>::new(move || {
-            timed_out.set(true);
-            // At once, not when this future next runs: `upgradeneeded` may be the next task.
-            abandon(&req);
-            let _ = reject.call1(&JsValue::NULL, &JsValue::NULL);
-        })
-    };
     let handler = on_event.as_ref().unchecked_ref();
     req.set_onsuccess(Some(handler));
     req.set_onerror(Some(handler));
     req.set_onupgradeneeded(Some(handler));
     req.set_onblocked(Some(handler));
-    timer.set(set_timeout(on_timeout.as_ref().unchecked_ref(), timeout_ms));
-    let mut pending = Pending { req, timer, settled: false, _handler: on_event, _timeout: on_timeout };
+    timer.set(set_timeout(handler, timeout_ms));
+    let mut pending = Pending { req, timer, settled: false, _handler: on_event };
 
     let result = JsFuture::from(promise).await;
     pending.settled = !timed_out.get();
@@ -119,14 +119,13 @@ pub(super) async fn wait(
 
 /// The request while this module's handlers are on it, and the handlers. Dropped settled,
 /// it detaches them; dropped unsettled (timed out, or the future was dropped), it abandons
-/// the request. Either way no handler is left pointing at a freed closure: the closures are
-/// fields, dropped after `drop` has replaced them.
+/// the request. Either way no handler is left pointing at a freed closure: the closure is a
+/// field, dropped after `drop` has replaced the handlers.
 struct Pending {
     req: IdbOpenDbRequest,
     timer: Rc<Cell<Option<JsValue>>>,
     settled: bool,
     _handler: Closure<dyn FnMut(Event)>,
-    _timeout: Closure<dyn FnMut()>,
 }
 
 impl Drop for Pending {
