@@ -54,13 +54,18 @@ struct Pending {
     records: Vec<(String, JsValue)>,
 }
 
+/// The type of the crate's JS callbacks (event handlers and timers alike).
+type Handler = Closure<dyn FnMut(Event)>;
+
 /// The channel side: posts now, or gathers while a burst window is open.
 struct Outgoing {
     channel: BroadcastChannel,
     tab_id: String,
     window_open: Cell<bool>,
     queued: RefCell<Vec<Pending>>,
-    timer: RefCell<Option<Closure<dyn FnMut()>>>,
+    /// Typed as an event handler, its argument unused (`setTimeout` gives none): the
+    /// crate's closures share one signature, one invoke shim in the module (issue 35).
+    timer: RefCell<Option<Handler>>,
     /// The running window's timeout, cleared on close (its closure is freed with us).
     timeout: RefCell<Option<JsValue>>,
 }
@@ -139,7 +144,7 @@ impl Outgoing {
             timeout: RefCell::new(None),
         });
         let weak = Rc::downgrade(&out);
-        *out.timer.borrow_mut() = Some(Closure::<dyn FnMut()>::new(move || {
+        *out.timer.borrow_mut() = Some(Closure::<dyn FnMut(Event)>::new(move |_: Event| {
             if let Some(this) = weak.upgrade() {
                 this.tick();
             }
@@ -174,7 +179,7 @@ pub struct Notifier {
     next_id: RefCell<u32>,
     /// Typed as taking an `Event` (it gets a `MessageEvent`): one closure type for every
     /// event handler of the crate, built into the wasm module once (issue 35).
-    _on_message: Option<Closure<dyn FnMut(Event)>>,
+    _on_message: Option<Handler>,
     tab_id: String,
     last_changes: LastChanges,
 }

@@ -107,8 +107,9 @@ impl Outbox {
         let inner = Rc::downgrade(&self.inner);
         // Callable any number of times (only the first does anything): an app's cleanup
         // may well run twice.
-        // `FnMut`, as the crate's other closures of no argument: one closure type (issue 35).
-        let unsubscribe = Closure::<dyn FnMut()>::new(move || {
+        // Typed as the crate's event handlers, its argument unused: one signature, one
+        // invoke shim in the module (issue 35; the JS function is the same: `(...args)`).
+        let unsubscribe = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
             if let Some(i) = inner.upgrade() {
                 i.notifier.unsubscribe(id);
             }
