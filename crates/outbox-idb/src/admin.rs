@@ -41,7 +41,7 @@ impl Outbox {
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
+            let read = inner.store.read_one(&AppStores::None, &Store::row_request(&row_id)).await?;
             // The rows read are not kept across the next await (issue 35).
             let Some(row) = own_row(&Store::rows_of(read)?, &owner) else {
                 return Ok(JsValue::FALSE);
@@ -84,13 +84,11 @@ impl Outbox {
             // `atTarget` needs the row's target: read it first (the replace re-checks the row).
             let target = match writes.is_empty() {
                 true => String::new(),
-                false => Store::rows_of(
-                    inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?,
-                )?
-                .first()
-                .and_then(|r| decode(r).ok())
-                .map(|r| r.target)
-                .unwrap_or_default(),
+                false => Store::rows_of(inner.store.read_one(&AppStores::None, &Store::row_request(&row_id)).await?)?
+                    .first()
+                    .and_then(|r| decode(r).ok())
+                    .map(|r| r.target)
+                    .unwrap_or_default(),
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;

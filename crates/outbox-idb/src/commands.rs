@@ -167,7 +167,7 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
+            let read = inner.store.read_one(&AppStores::None, &Store::row_request(&row_id)).await?;
             // The rows read are not kept across the next await (issue 35).
             let pred = Store::rows_of(read)?.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
             let mut scopes = vec![Scope::Id(row_id.clone())];
@@ -232,7 +232,7 @@ impl Outbox {
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
             // Not an `async` block of its own: no nested future (issue 35).
-            let seen = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await;
+            let seen = inner.store.read_one(&AppStores::None, &Store::row_request(&row_id)).await;
             let seen = seen.and_then(Store::rows_of);
             let applied = match seen.map(|seen| own_row(&seen, &owner)) {
                 Ok(Some(row)) => {

@@ -284,7 +284,7 @@ async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Requ
     let (call_of, port, arg): (_, _, JsValue) = match req {
         // Both reads share one await too.
         Request::ReadOwner { token, owner } | Request::ReadIds { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, keys)).await?;
+            let read = inner.store.read_one(&AppStores::None, &Store::owner_queue(&owner, keys)).await?;
             if keys {
                 let ids = Store::ids_of(read);
                 inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));

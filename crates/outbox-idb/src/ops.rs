@@ -61,7 +61,7 @@ pub fn owner_wide(inner: Rc<Inner>, owner: JsValue, what: &'static str, planner:
     Box::pin(async move {
         inner.check_open()?;
         let owner = owner_arg(&owner)?;
-        let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+        let read = inner.store.read_one(&AppStores::None, &Store::owner_queue(&owner, false)).await?;
         let rows = Store::rows_of(read)?;
         let Some((first, _)) = planner(&owner, &rows) else { return Ok(JsValue::from(0_u32)) };
         let mut n = 0;

@@ -162,20 +162,23 @@ impl Store {
     }
 
     /// `getAll` (or `getAllKeys`, primary keys, when `keys`) of `owner`'s range of the
-    /// `[owner, savedAt]` index, issued in `tx` ([`Store::read_one`]): every row of `owner`
-    /// with a numeric `savedAt`, in `(savedAt, id)` order ([`Store::rows_of`]), or their
-    /// ids ([`Store::ids_of`]). The reads of the queue are issued by these plain functions
-    /// and awaited by their callers through `read_one`: no async wrapper of its own for
-    /// each (issue 35).
+    /// `[owner, savedAt]` index, as the closure that issues it in a transaction
+    /// ([`Store::read_one`]): every row of `owner` with a numeric `savedAt`, in
+    /// `(savedAt, id)` order ([`Store::rows_of`]), or their ids ([`Store::ids_of`]). The
+    /// reads of the queue are issued by these plain functions and awaited by their callers
+    /// through `read_one`: no async wrapper of its own for each (issue 35). The closure is
+    /// made here, not at each call site: one closure type for every caller (issue 35).
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn owner_queue(tx: &IdbTransaction, owner: &str, keys: bool) -> Result<IdbRequest> {
-        let store = object_store(tx)?;
-        let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
-        let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
-        if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
-            .map_err(|e| OutboxError::storage("read", &e))
+    pub(crate) fn owner_queue(owner: &str, keys: bool) -> impl Fn(&IdbTransaction) -> Result<IdbRequest> + '_ {
+        move |tx| {
+            let store = object_store(tx)?;
+            let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
+            let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
+            if keys { index.get_all_keys_with_key(&range) } else { index.get_all_with_key(&range) }
+                .map_err(|e| OutboxError::storage("read", &e))
+        }
     }
 
     /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
@@ -195,15 +198,17 @@ impl Store {
         .map_err(|e| OutboxError::storage("read", &e))
     }
 
-    /// `getAll` of the row stored under `id` (none or one), issued in `tx` as
-    /// [`Store::owner_queue`]; its result is [`Store::rows_of`]. What the commands read of
-    /// one row outside a write: [`Store::read`] of its `Id` scope, through `read_one`'s
+    /// `getAll` of the row stored under `id` (none or one), as the closure that issues it,
+    /// like [`Store::owner_queue`]; its result is [`Store::rows_of`]. What the commands read
+    /// of one row outside a write: [`Store::read`] of its `Id` scope, through `read_one`'s
     /// future (no future of its own, issue 35).
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn row_request(tx: &IdbTransaction, id: &str) -> Result<IdbRequest> {
-        object_store(tx)?.get_all_with_key(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("read", &e))
+    pub(crate) fn row_request(id: &str) -> impl Fn(&IdbTransaction) -> Result<IdbRequest> + '_ {
+        move |tx| {
+            object_store(tx)?.get_all_with_key(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("read", &e))
+        }
     }
 
     /// Every stored value (rows of every owner and undecodable ones), issued in `tx` as
