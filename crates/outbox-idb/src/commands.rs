@@ -129,7 +129,7 @@ impl Outbox {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
             let mut out: Vec<(Value, Stored)> = Vec::new();
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_values(tx, &owner)).await?;
+            let read = inner.store.read_one(&AppStores::None, &Store::owner_values(Some(&owner))).await?;
             for raw in Store::rows_of(read)? {
                 let stored = Stored::from_value(&raw);
                 let owned = match &stored {
@@ -263,7 +263,7 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let out = Array::new();
-            let read = inner.store.read_one(&AppStores::None, &Store::all).await?;
+            let read = inner.store.read_one(&AppStores::None, &Store::owner_values(None)).await?;
             for raw in &Store::rows_of(read)? {
                 if let Stored::Undecodable(u) = Stored::from_value(raw) {
                     out.push(&undecodable_entry(&u));
@@ -281,10 +281,7 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let issue = |tx: &_| match &owner {
-                Some(o) => Store::owner_values(tx, o),
-                None => Store::all(tx),
-            };
+            let issue = Store::owner_values(owner.as_deref());
             let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
             let counters = *inner.counters.borrow();
             Ok(metrics_to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))

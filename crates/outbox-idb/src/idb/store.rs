@@ -158,7 +158,7 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
-        Store::rows_of(self.read_one(&AppStores::None, &Store::all).await?)
+        Store::rows_of(self.read_one(&AppStores::None, &Store::owner_values(None)).await?)
     }
 
     /// `getAll` (or `getAllKeys`, primary keys, when `keys`) of `owner`'s range of the
@@ -183,19 +183,24 @@ impl Store {
 
     /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
     /// database a newer version upgraded without that index is read whole. Callers still
-    /// filter by owner. Issued in `tx` as [`Store::owner_queue`].
+    /// filter by owner. With no owner: every stored value (rows of every owner and
+    /// undecodable ones). As the closure that issues it, like [`Store::owner_queue`] (one
+    /// closure type for these three reads, issue 35).
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn owner_values(tx: &IdbTransaction, owner: &str) -> Result<IdbRequest> {
-        let store = object_store(tx)?;
-        if store.index_names().contains(BY_OWNER) {
-            let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
-            index.get_all_with_key(&owner.into())
-        } else {
-            store.get_all()
+    pub(crate) fn owner_values(owner: Option<&str>) -> impl Fn(&IdbTransaction) -> Result<IdbRequest> + '_ {
+        move |tx| {
+            let store = object_store(tx)?;
+            match owner {
+                Some(owner) if store.index_names().contains(BY_OWNER) => {
+                    let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
+                    index.get_all_with_key(&owner.into())
+                }
+                _ => store.get_all(),
+            }
+            .map_err(|e| OutboxError::storage("read", &e))
         }
-        .map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// `getAll` of the row stored under `id` (none or one), as the closure that issues it,
@@ -209,15 +214,6 @@ impl Store {
         move |tx| {
             object_store(tx)?.get_all_with_key(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("read", &e))
         }
-    }
-
-    /// Every stored value (rows of every owner and undecodable ones), issued in `tx` as
-    /// [`Store::owner_queue`].
-    ///
-    /// # Errors
-    /// `STORAGE`.
-    pub(crate) fn all(tx: &IdbTransaction) -> Result<IdbRequest> {
-        object_store(tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// The rows of what one of the reads above returned (the planner's JSON).
