@@ -119,7 +119,9 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     let (granted, granted_resolve, _) = crate::js::with_resolvers();
     let on_refusal = granted_resolve.bind1(&JsValue::NULL, &JsValue::FALSE);
     let state = Rc::new(Cell::new(WAITING));
-    let callback = Closure::once({
+    // `FnMut`, not `Closure::once`: the lock manager calls it once anyway, and it needs no
+    // wrapper of its own that takes the closure out on that call (issue 35).
+    let callback = Closure::<dyn FnMut(JsValue) -> JsValue>::new({
         let state = state.clone();
         move |_lock: JsValue| -> JsValue {
             if state.get() == GAVE_UP {
@@ -127,7 +129,7 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
             }
             state.set(GRANTED);
             let _ = granted_resolve.call1(&JsValue::NULL, &JsValue::TRUE);
-            hold.into()
+            hold.clone().into()
         }
     });
     let abort = abort_controller();
