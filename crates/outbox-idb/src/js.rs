@@ -101,3 +101,9 @@ pub fn with_resolvers() -> (Promise, Function, Function) {
     let (resolve, reject) = settle.expect("the Promise executor runs at once");
     (promise, resolve, reject)
 }
+
+/// The function `name` of the global scope (a window, a worker, Node), if it is one: one
+/// look-up for every caller (issue 35).
+pub fn global_fn(name: &str) -> Option<Function> {
+    get(&js_sys::global(), name).dyn_into().ok()
+}

@@ -93,8 +93,7 @@ impl Outgoing {
     fn open_window(self: &Rc<Self>) {
         self.window_open.set(true);
         let timer = self.timer.borrow();
-        let set = crate::js::get(&js_sys::global(), "setTimeout").dyn_into::<js_sys::Function>().ok();
-        match (set, timer.as_ref()) {
+        match (crate::js::global_fn("setTimeout"), timer.as_ref()) {
             (Some(set), Some(tick)) => {
                 *self.timeout.borrow_mut() = set.call2(&js_sys::global(), tick.as_ref(), &BURST_WINDOW_MS.into()).ok();
             }
@@ -108,12 +107,8 @@ impl Outgoing {
         for p in &queued {
             self.post(p);
         }
-        if let (Some(id), Ok(clear)) =
-            (self.timeout.borrow_mut().take(), js_sys::Reflect::get(&js_sys::global(), &"clearTimeout".into()))
-        {
-            if let Some(clear) = clear.dyn_ref::<js_sys::Function>() {
-                let _ = clear.call1(&js_sys::global(), &id);
-            }
+        if let (Some(id), Some(clear)) = (self.timeout.borrow_mut().take(), crate::js::global_fn("clearTimeout")) {
+            let _ = clear.call1(&js_sys::global(), &id);
         }
         self.window_open.set(false);
     }

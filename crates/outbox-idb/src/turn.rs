@@ -26,6 +26,7 @@
 
 use crate::clock::monotonic;
 use crate::inner::{Held, Inner};
+use crate::js::global_fn;
 use js_sys::{Array, Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -210,10 +211,6 @@ fn lock_request() -> Option<(JsValue, Function)> {
     let locks = Some(crate::js::get(&nav, "locks")).filter(JsValue::is_object)?;
     let request = crate::js::get(&locks, "request").dyn_into().ok()?;
     Some((locks, request))
-}
-
-fn global_fn(name: &str) -> Option<Function> {
-    crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }
 
 /// A promise that resolves (with `undefined`) after `ms`; at once where there is no

@@ -205,15 +205,11 @@ fn target_request(ev: &Event) -> Option<IdbOpenDbRequest> {
 /// `Timeout` object in Node, which must reach `clearTimeout` as it is or the timer keeps
 /// running (and a Node process alive) after the open succeeded.
 fn set_timeout(f: &Function, ms: u32) -> Option<JsValue> {
-    global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()
+    crate::js::global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()
 }
 
 fn clear_timeout(timer: &Cell<Option<JsValue>>) {
-    if let (Some(id), Some(clear)) = (timer.take(), global_fn("clearTimeout")) {
+    if let (Some(id), Some(clear)) = (timer.take(), crate::js::global_fn("clearTimeout")) {
         let _ = clear.call1(&js_sys::global(), &id);
     }
-}
-
-fn global_fn(name: &str) -> Option<Function> {
-    crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }
