@@ -58,9 +58,9 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
                 k,
                 v.as_string().unwrap_or_else(|| {
                     // A number as JavaScript writes it (`Retry-After: 120` given as `120`).
-                    v.as_f64()
-                        .map(|n| String::from(js_sys::Number::from(n).to_string_with_radix(10).unwrap_or_default()))
-                        .unwrap_or_default()
+                    // (`String(n)`, the crate's one binding of it: the same digits as
+                    // `n.toString(10)`, issue 35.)
+                    v.as_f64().and_then(|_| crate::js::string(&v).ok()).map(String::from).unwrap_or_default()
                 }),
             ));
         }
