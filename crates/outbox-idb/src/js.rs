@@ -33,8 +33,24 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
     pub fn console_warn_text(message: &str) -> Result<(), JsValue>;
 
+    /// `f.call(this, callback)` with a callback of two arguments that is valid only during
+    /// the call (a stack closure, as a `Promise` executor: no closure of its own to
+    /// allocate, share and free, issue 35). A later call of it throws.
+    #[wasm_bindgen(js_name = Function)]
+    pub type FunctionValue;
+    #[wasm_bindgen(catch, method, final, js_class = "Function", js_name = call)]
+    pub fn call_with_callback(
+        this: &FunctionValue,
+        this_arg: &JsValue,
+        callback: &mut dyn FnMut(JsValue, JsValue),
+    ) -> Result<JsValue, JsValue>;
+
     #[wasm_bindgen(js_name = Promise)]
     type PromiseValue;
+    /// `new Promise(executor)`, the executor typed as [`call_with_callback`]'s callback:
+    /// one callback type for both, one shim in the module and its glue (issue 35).
+    #[wasm_bindgen(constructor, js_class = "Promise")]
+    fn new(executor: &mut dyn FnMut(JsValue, JsValue)) -> PromiseValue;
     /// `Promise.prototype.then` called on `this` (`final`: never an own `then`); throws,
     /// caught, for anything but a promise, or when its species lookup throws.
     #[wasm_bindgen(catch, method, final, js_class = "Promise", js_name = then)]
@@ -97,9 +113,9 @@ pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
 /// that keeps them: one closure type in the module, not one per caller (issue 35).
 pub fn with_resolvers() -> (Promise, Function, Function) {
     let mut settle = None;
-    let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
+    let promise = PromiseValue::new(&mut |resolve, reject| settle = Some((resolve, reject)));
     let (resolve, reject) = settle.expect("the Promise executor runs at once");
-    (promise, resolve, reject)
+    (promise.unchecked_into(), resolve.unchecked_into(), reject.unchecked_into())
 }
 
 /// The function `name` of the global scope (a window, a worker, Node), if it is one: one

@@ -38,15 +38,14 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
     let for_each =
         Reflect::get(headers, &"forEach".into()).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
     if let Some(f) = for_each.dyn_ref::<Function>() {
-        let pairs = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let sink = pairs.clone();
-        let cb = Closure::<dyn FnMut(JsValue, JsValue)>::new(move |value: JsValue, key: JsValue| {
+        let mut collect = |value: JsValue, key: JsValue| {
             if let (Some(k), Some(v)) = (key.as_string(), value.as_string()) {
-                sink.borrow_mut().push((k, v));
+                out.push((k, v));
             }
-        });
-        f.call1(headers, cb.as_ref()).map_err(|_| OutboxError::invalid("`headers.forEach` threw"))?;
-        out = pairs.take();
+        };
+        f.unchecked_ref::<crate::js::FunctionValue>()
+            .call_with_callback(headers, &mut collect)
+            .map_err(|_| OutboxError::invalid("`headers.forEach` threw"))?;
         return Ok(out);
     }
     let entries = crate::js::entries(headers).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
