@@ -5,6 +5,7 @@
 use crate::args::{id_arg, owner_arg, writes_arg};
 use crate::convert::from_js;
 use crate::idb::records::AppStores;
+use crate::idb::store::Read;
 use crate::idb::{Durability, Store};
 use crate::ops::{committed, own_row, owner_wide, with_records};
 use crate::outbox::{promise, Outbox};
@@ -41,9 +42,9 @@ impl Outbox {
             // Left out (`undefined`): the body is kept. Given: checked as at enqueue (SPEC §3
             // rule 4) — JSON, any value but `null` for a create or an update.
             let body = if body.is_undefined() { None } else { Some(from_js(&body, "body")?) };
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
-            let seen = Store::rows_of(read)?;
-            let Some(row) = own_row(&seen, &owner) else {
+            let read = inner.store.read_one(&AppStores::None, Read::Row(&row_id)).await?;
+            // The rows read are not kept across the next await (issue 35).
+            let Some(row) = own_row(&Store::rows_of(read)?, &owner) else {
                 return Ok(JsValue::FALSE);
             };
             if let Some(b) = &body {
@@ -84,13 +85,11 @@ impl Outbox {
             // `atTarget` needs the row's target: read it first (the replace re-checks the row).
             let target = match writes.is_empty() {
                 true => String::new(),
-                false => Store::rows_of(
-                    inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?,
-                )?
-                .first()
-                .and_then(|r| decode(r).ok())
-                .map(|r| r.target)
-                .unwrap_or_default(),
+                false => Store::rows_of(inner.store.read_one(&AppStores::None, Read::Row(&row_id)).await?)?
+                    .first()
+                    .and_then(|r| decode(r).ok())
+                    .map(|r| r.target)
+                    .unwrap_or_default(),
             };
             let now = inner.now();
             let lease = inner.tab.lease_ms;

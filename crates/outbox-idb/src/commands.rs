@@ -9,6 +9,7 @@ use crate::driver::{drive, Ports};
 use crate::error::OutboxError;
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort, Transacted};
+use crate::idb::store::Read;
 use crate::idb::{Durability, Store};
 use crate::ops::own_row;
 use crate::outbox::{promise, Outbox};
@@ -86,7 +87,7 @@ impl Outbox {
             inner.check_open()?;
             let store = app_store_arg(&store)?;
             let app = AppStores::Named(vec![store.clone()]);
-            let read = inner.store.read_one(&app, &|tx| Store::record_request(tx, &store, &key)).await?;
+            let read = inner.store.read_one(&app, Read::Record { store: &store, key: &key }).await?;
             Ok(Store::record_of(read))
         }))
     }
@@ -115,8 +116,8 @@ impl Outbox {
             };
             let range = get("range")?;
             let app = AppStores::Named(vec![store.clone()]);
-            let issue = |tx: &_| Store::records_request(tx, &store, index.as_deref(), &range);
-            Ok(Store::records_of(inner.store.read_one(&app, &issue).await?))
+            let read = Read::Records { store: &store, index: index.as_deref(), range: &range };
+            Ok(Store::records_of(inner.store.read_one(&app, read).await?))
         }))
     }
 
@@ -129,7 +130,7 @@ impl Outbox {
             inner.check_open()?;
             let owner = owner_arg(&owner)?;
             let mut out: Vec<(Value, Stored)> = Vec::new();
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_values(tx, &owner)).await?;
+            let read = inner.store.read_one(&AppStores::None, Read::Values(Some(&owner))).await?;
             for raw in Store::rows_of(read)? {
                 let stored = Stored::from_value(&raw);
                 let owned = match &stored {
@@ -167,9 +168,9 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await?;
-            let seen = Store::rows_of(read)?;
-            let pred = seen.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
+            let read = inner.store.read_one(&AppStores::None, Read::Row(&row_id)).await?;
+            // The rows read are not kept across the next await (issue 35).
+            let pred = Store::rows_of(read)?.first().and_then(|r| decode(r).ok()).and_then(|r| r.successor_of);
             let mut scopes = vec![Scope::Id(row_id.clone())];
             scopes.extend(pred.clone().map(Scope::Id));
             let now = inner.now();
@@ -232,7 +233,7 @@ impl Outbox {
             let mine = ticket.tab_id == inner.tab.tab_id;
             let fence = ticket.fence;
             // Not an `async` block of its own: no nested future (issue 35).
-            let seen = inner.store.read_one(&AppStores::None, &|tx| Store::row_request(tx, &row_id)).await;
+            let seen = inner.store.read_one(&AppStores::None, Read::Row(&row_id)).await;
             let seen = seen.and_then(Store::rows_of);
             let applied = match seen.map(|seen| own_row(&seen, &owner)) {
                 Ok(Some(row)) => {
@@ -263,7 +264,7 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let out = Array::new();
-            let read = inner.store.read_one(&AppStores::None, &Store::all).await?;
+            let read = inner.store.read_one(&AppStores::None, Read::Values(None)).await?;
             for raw in &Store::rows_of(read)? {
                 if let Stored::Undecodable(u) = Stored::from_value(raw) {
                     out.push(&undecodable_entry(&u));
@@ -281,11 +282,8 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let owner = if owner.is_undefined() || owner.is_null() { None } else { Some(owner_arg(&owner)?) };
-            let issue = |tx: &_| match &owner {
-                Some(o) => Store::owner_values(tx, o),
-                None => Store::all(tx),
-            };
-            let rows = Store::rows_of(inner.store.read_one(&AppStores::None, &issue).await?)?;
+            let read = Read::Values(owner.as_deref());
+            let rows = Store::rows_of(inner.store.read_one(&AppStores::None, read).await?)?;
             let counters = *inner.counters.borrow();
             Ok(metrics_to_js(&compute(&rows, owner.as_deref(), &counters, inner.now())))
         }))

@@ -7,6 +7,7 @@ use crate::convert::{from_js, outcome_from_js, prepared_from_js, row_to_js, to_j
 use crate::error::{ErrorCode, OutboxError, Result};
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, ReconcileFn, RecordPort};
+use crate::idb::store::Read;
 use crate::idb::{Durability, Store};
 use crate::inner::Inner;
 use jobs::Jobs;
@@ -284,7 +285,7 @@ async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Requ
     let (call_of, port, arg): (_, _, JsValue) = match req {
         // Both reads share one await too.
         Request::ReadOwner { token, owner } | Request::ReadIds { token, owner } => {
-            let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, keys)).await?;
+            let read = inner.store.read_one(&AppStores::None, Read::Queue { owner: &owner, keys }).await?;
             if keys {
                 let ids = Store::ids_of(read);
                 inner.outstanding.with(|o| flush.borrow_mut().handle_ids(token, &ids, &mut &*inner, o));

@@ -189,7 +189,7 @@ impl Inner {
     /// 1970 (every claim long expired: other tabs would send the row again) or a time no
     /// row can hold (undecodable rows).
     pub fn now(&self) -> Millis {
-        let t = self.now.as_ref().and_then(|f| f.call0(&JsValue::NULL).ok()).and_then(|v| v.as_f64());
+        let t = number_from(&self.now);
         Millis(t.filter(|t| t.abs() <= DATE_RANGE_MS).unwrap_or_else(js_sys::Date::now) as i64)
     }
 
@@ -205,14 +205,16 @@ impl Inner {
 
 impl Draws for &Inner {
     fn unit(&mut self) -> f64 {
-        self.random
-            .as_ref()
-            .and_then(|f| f.call0(&JsValue::NULL).ok())
-            .and_then(|v| v.as_f64())
-            .unwrap_or_else(js_sys::Math::random)
+        number_from(&self.random).unwrap_or_else(js_sys::Math::random)
     }
 
     fn new_id(&mut self) -> String {
         crate::ids::new_id()
     }
+}
+
+/// What the injected function `f` (`now`, `random`) returns, if it is a number: `None` when
+/// there is none, it throws or it returns anything else. One body for both (issue 35).
+fn number_from(f: &Option<Function>) -> Option<f64> {
+    f.as_ref().and_then(|f| f.call0(&JsValue::NULL).ok()).and_then(|v| v.as_f64())
 }

@@ -33,8 +33,24 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = console, js_name = warn)]
     pub fn console_warn_text(message: &str) -> Result<(), JsValue>;
 
+    /// `f.call(this, callback)` with a callback of two arguments that is valid only during
+    /// the call (a stack closure, as a `Promise` executor: no closure of its own to
+    /// allocate, share and free, issue 35). A later call of it throws.
+    #[wasm_bindgen(js_name = Function)]
+    pub type FunctionValue;
+    #[wasm_bindgen(catch, method, final, js_class = "Function", js_name = call)]
+    pub fn call_with_callback(
+        this: &FunctionValue,
+        this_arg: &JsValue,
+        callback: &mut dyn FnMut(JsValue, JsValue),
+    ) -> Result<JsValue, JsValue>;
+
     #[wasm_bindgen(js_name = Promise)]
     type PromiseValue;
+    /// `new Promise(executor)`, the executor typed as [`call_with_callback`]'s callback:
+    /// one callback type for both, one shim in the module and its glue (issue 35).
+    #[wasm_bindgen(constructor, js_class = "Promise")]
+    fn new(executor: &mut dyn FnMut(JsValue, JsValue)) -> PromiseValue;
     /// `Promise.prototype.then` called on `this` (`final`: never an own `then`); throws,
     /// caught, for anything but a promise, or when its species lookup throws.
     #[wasm_bindgen(catch, method, final, js_class = "Promise", js_name = then)]
@@ -83,13 +99,27 @@ pub fn text_of(v: &JsValue) -> String {
 /// there). Anything else resolves ours: a thenable's `then` runs in a job, where a throw
 /// rejects.
 pub fn own_promise(v: &JsValue) -> Result<Promise, JsValue> {
-    let mut settle = None;
-    let promise = Promise::new(&mut |res, rej| settle = Some((res, rej)));
-    let Some((resolve, reject)) = settle else { return Ok(promise) };
+    let (promise, resolve, reject) = with_resolvers();
     if v.is_instance_of::<Promise>() {
         v.unchecked_ref::<PromiseValue>().intrinsic_then(&resolve, &reject)?;
     } else {
         resolve.call1(&JsValue::NULL, v)?;
     }
     Ok(promise)
+}
+
+/// A new promise with the functions that resolve and reject it (as
+/// `Promise.withResolvers()`, which older engines lack). One executor for every caller
+/// that keeps them: one closure type in the module, not one per caller (issue 35).
+pub fn with_resolvers() -> (Promise, Function, Function) {
+    let mut settle = None;
+    let promise = PromiseValue::new(&mut |resolve, reject| settle = Some((resolve, reject)));
+    let (resolve, reject) = settle.expect("the Promise executor runs at once");
+    (promise.unchecked_into(), resolve.unchecked_into(), reject.unchecked_into())
+}
+
+/// The function `name` of the global scope (a window, a worker, Node), if it is one: one
+/// look-up for every caller (issue 35).
+pub fn global_fn(name: &str) -> Option<Function> {
+    get(&js_sys::global(), name).dyn_into().ok()
 }

@@ -54,13 +54,18 @@ struct Pending {
     records: Vec<(String, JsValue)>,
 }
 
+/// The type of the crate's JS callbacks (event handlers and timers alike).
+type Handler = Closure<dyn FnMut(Event)>;
+
 /// The channel side: posts now, or gathers while a burst window is open.
 struct Outgoing {
     channel: BroadcastChannel,
     tab_id: String,
     window_open: Cell<bool>,
     queued: RefCell<Vec<Pending>>,
-    timer: RefCell<Option<Closure<dyn FnMut()>>>,
+    /// Typed as an event handler, its argument unused (`setTimeout` gives none): the
+    /// crate's closures share one signature, one invoke shim in the module (issue 35).
+    timer: RefCell<Option<Handler>>,
     /// The running window's timeout, cleared on close (its closure is freed with us).
     timeout: RefCell<Option<JsValue>>,
 }
@@ -88,8 +93,7 @@ impl Outgoing {
     fn open_window(self: &Rc<Self>) {
         self.window_open.set(true);
         let timer = self.timer.borrow();
-        let set = crate::js::get(&js_sys::global(), "setTimeout").dyn_into::<js_sys::Function>().ok();
-        match (set, timer.as_ref()) {
+        match (crate::js::global_fn("setTimeout"), timer.as_ref()) {
             (Some(set), Some(tick)) => {
                 *self.timeout.borrow_mut() = set.call2(&js_sys::global(), tick.as_ref(), &BURST_WINDOW_MS.into()).ok();
             }
@@ -103,12 +107,8 @@ impl Outgoing {
         for p in &queued {
             self.post(p);
         }
-        if let (Some(id), Ok(clear)) =
-            (self.timeout.borrow_mut().take(), js_sys::Reflect::get(&js_sys::global(), &"clearTimeout".into()))
-        {
-            if let Some(clear) = clear.dyn_ref::<js_sys::Function>() {
-                let _ = clear.call1(&js_sys::global(), &id);
-            }
+        if let (Some(id), Some(clear)) = (self.timeout.borrow_mut().take(), crate::js::global_fn("clearTimeout")) {
+            let _ = clear.call1(&js_sys::global(), &id);
         }
         self.window_open.set(false);
     }
@@ -139,7 +139,7 @@ impl Outgoing {
             timeout: RefCell::new(None),
         });
         let weak = Rc::downgrade(&out);
-        *out.timer.borrow_mut() = Some(Closure::<dyn FnMut()>::new(move || {
+        *out.timer.borrow_mut() = Some(Closure::<dyn FnMut(Event)>::new(move |_: Event| {
             if let Some(this) = weak.upgrade() {
                 this.tick();
             }
@@ -174,7 +174,7 @@ pub struct Notifier {
     next_id: RefCell<u32>,
     /// Typed as taking an `Event` (it gets a `MessageEvent`): one closure type for every
     /// event handler of the crate, built into the wasm module once (issue 35).
-    _on_message: Option<Closure<dyn FnMut(Event)>>,
+    _on_message: Option<Handler>,
     tab_id: String,
     last_changes: LastChanges,
 }

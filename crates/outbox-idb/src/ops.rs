@@ -5,6 +5,7 @@
 use crate::args::owner_arg;
 use crate::idb::records::AppStores;
 use crate::idb::replace::{Planner, RecordPort, Transacted};
+use crate::idb::store::Read;
 use crate::idb::{Durability, Store};
 use crate::inner::Inner;
 use outbox_core::{decode, ReplaceOutcome, Scope};
@@ -61,7 +62,7 @@ pub fn owner_wide(inner: Rc<Inner>, owner: JsValue, what: &'static str, planner:
     Box::pin(async move {
         inner.check_open()?;
         let owner = owner_arg(&owner)?;
-        let read = inner.store.read_one(&AppStores::None, &|tx| Store::owner_queue(tx, &owner, false)).await?;
+        let read = inner.store.read_one(&AppStores::None, Read::Queue { owner: &owner, keys: false }).await?;
         let rows = Store::rows_of(read)?;
         let Some((first, _)) = planner(&owner, &rows) else { return Ok(JsValue::from(0_u32)) };
         let mut n = 0;

@@ -79,16 +79,18 @@ impl Outbox {
         promise(Box::pin(Outbox::opening::<JsValue>(options)))
     }
 
+    // Both names are returned as JS strings made here, not as Rust `String`s handed over:
+    // no copy to allocate and free across the boundary in their glue (issue 35).
     /// The IndexedDB database name.
-    #[wasm_bindgen(getter, js_name = dbName)]
-    pub fn db_name(&self) -> String {
-        self.inner.store.name().to_owned()
+    #[wasm_bindgen(getter, js_name = dbName, unchecked_return_type = "string")]
+    pub fn db_name(&self) -> JsValue {
+        self.inner.store.name().into()
     }
 
     /// This tab's id.
-    #[wasm_bindgen(getter, js_name = tabId)]
-    pub fn tab_id(&self) -> String {
-        self.inner.tab.tab_id.clone()
+    #[wasm_bindgen(getter, js_name = tabId, unchecked_return_type = "string")]
+    pub fn tab_id(&self) -> JsValue {
+        self.inner.tab.tab_id.as_str().into()
     }
 
     /// Calls `callback({tabId, change, owner})` after any tab commits a change. Returns a
@@ -105,8 +107,9 @@ impl Outbox {
         let inner = Rc::downgrade(&self.inner);
         // Callable any number of times (only the first does anything): an app's cleanup
         // may well run twice.
-        // `FnMut`, as the crate's other closures of no argument: one closure type (issue 35).
-        let unsubscribe = Closure::<dyn FnMut()>::new(move || {
+        // Typed as the crate's event handlers, its argument unused: one signature, one
+        // invoke shim in the module (issue 35; the JS function is the same: `(...args)`).
+        let unsubscribe = Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
             if let Some(i) = inner.upgrade() {
                 i.notifier.unsubscribe(id);
             }

@@ -44,10 +44,18 @@ pub fn install() {
         // scripts/build.sh: −2.7 KB gzip), where a location reads `<redacted>:0:0`: the
         // message stands alone there; the tests' builds name the place too.
         let what = info.payload_as_str().unwrap_or("a panic");
-        let message = match info.location().filter(|at| at.line() != 0) {
-            Some(at) => format!("outbox-idb: internal error, please report it: {what} (at {at})"),
-            None => format!("outbox-idb: internal error, please report it: {what}"),
-        };
+        let mut message = format!("outbox-idb: internal error, please report it: {what}");
+        if let Some(at) = info.location().filter(|at| at.line() != 0) {
+            // Pieced together, not formatted: one message format instead of two, and no
+            // formatting of a location here (issue 35).
+            message.push_str(" (at ");
+            message.push_str(at.file());
+            for n in [at.line(), at.column()] {
+                message.push(':');
+                crate::js::push_decimal(&mut message, n as usize);
+            }
+            message.push(')');
+        }
         crate::idb::transaction::abort_armed();
         crate::turn::release_all();
         if let Some(reject) = POLLED.with(Cell::take) {
@@ -59,12 +67,9 @@ pub fn install() {
 
 /// A promise of `fut` that also rejects, with `INTERNAL`, when `fut` panics.
 pub fn guarded(fut: Pin<Box<dyn Future<Output = Result<JsValue, JsValue>>>>) -> Promise {
-    let mut fut = Some(fut);
-    Promise::new(&mut |resolve, reject| {
-        let reject = Rc::new(reject);
-        let call = Polled { fut: fut.take().expect("a promise's executor runs once"), reject: reject.clone() };
-        spawn_local(Settle { call, resolve });
-    })
+    let (promise, resolve, reject) = crate::js::with_resolvers();
+    spawn_local(Settle { call: Polled { fut, reject: Rc::new(reject) }, resolve });
+    promise
 }
 
 /// A call's future settling its promise: a plain future, not an `async` block (no states

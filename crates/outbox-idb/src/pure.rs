@@ -38,15 +38,14 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
     let for_each =
         Reflect::get(headers, &"forEach".into()).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
     if let Some(f) = for_each.dyn_ref::<Function>() {
-        let pairs = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let sink = pairs.clone();
-        let cb = Closure::<dyn FnMut(JsValue, JsValue)>::new(move |value: JsValue, key: JsValue| {
+        let mut collect = |value: JsValue, key: JsValue| {
             if let (Some(k), Some(v)) = (key.as_string(), value.as_string()) {
-                sink.borrow_mut().push((k, v));
+                out.push((k, v));
             }
-        });
-        f.call1(headers, cb.as_ref()).map_err(|_| OutboxError::invalid("`headers.forEach` threw"))?;
-        out = pairs.take();
+        };
+        f.unchecked_ref::<crate::js::FunctionValue>()
+            .call_with_callback(headers, &mut collect)
+            .map_err(|_| OutboxError::invalid("`headers.forEach` threw"))?;
         return Ok(out);
     }
     let entries = crate::js::entries(headers).map_err(|_| OutboxError::invalid("`headers` cannot be read"))?;
@@ -58,9 +57,9 @@ fn header_pairs(headers: &JsValue) -> Result<Vec<(String, String)>> {
                 k,
                 v.as_string().unwrap_or_else(|| {
                     // A number as JavaScript writes it (`Retry-After: 120` given as `120`).
-                    v.as_f64()
-                        .map(|n| String::from(js_sys::Number::from(n).to_string_with_radix(10).unwrap_or_default()))
-                        .unwrap_or_default()
+                    // (`String(n)`, the crate's one binding of it: the same digits as
+                    // `n.toString(10)`, issue 35.)
+                    v.as_f64().and_then(|_| crate::js::string(&v).ok()).map(String::from).unwrap_or_default()
                 }),
             ));
         }

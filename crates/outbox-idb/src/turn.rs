@@ -26,6 +26,7 @@
 
 use crate::clock::monotonic;
 use crate::inner::{Held, Inner};
+use crate::js::global_fn;
 use js_sys::{Array, Function, Promise, Reflect};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -112,18 +113,16 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
     let Some((locks, request)) = lock_request() else { return turn };
     // The lock is held until `hold` resolves; `granted` resolves with `true` when the
     // callback runs, with `false` if the engine refuses the request.
-    let mut release = None;
-    let hold = Promise::new(&mut |resolve, _| release = Some(resolve));
-    let Some(release) = release else { return turn };
+    let (hold, release, _) = crate::js::with_resolvers();
     let id = NEXT.with(|n| n.replace(n.get() + 1));
     RELEASES.with(|r| r.borrow_mut().push((id, release.clone(), inner.turns.clone())));
     turn.release = Some((id, release));
-    let mut granted_resolve = None;
-    let granted = Promise::new(&mut |resolve, _| granted_resolve = Some(resolve));
-    let Some(granted_resolve) = granted_resolve else { return turn };
+    let (granted, granted_resolve, _) = crate::js::with_resolvers();
     let on_refusal = granted_resolve.bind1(&JsValue::NULL, &JsValue::FALSE);
     let state = Rc::new(Cell::new(WAITING));
-    let callback = Closure::once({
+    // `FnMut`, not `Closure::once`: the lock manager calls it once anyway, and it needs no
+    // wrapper of its own that takes the closure out on that call (issue 35).
+    let callback = Closure::<dyn FnMut(JsValue) -> JsValue>::new({
         let state = state.clone();
         move |_lock: JsValue| -> JsValue {
             if state.get() == GAVE_UP {
@@ -131,7 +130,7 @@ pub async fn take(inner: &Inner, owner: &str, until_deadline: Option<f64>) -> Tu
             }
             state.set(GRANTED);
             let _ = granted_resolve.call1(&JsValue::NULL, &JsValue::TRUE);
-            hold.into()
+            hold.clone().into()
         }
     });
     let abort = abort_controller();
@@ -214,19 +213,15 @@ fn lock_request() -> Option<(JsValue, Function)> {
     Some((locks, request))
 }
 
-fn global_fn(name: &str) -> Option<Function> {
-    crate::js::get(&js_sys::global(), name).dyn_into().ok()
-}
-
 /// A promise that resolves (with `undefined`) after `ms`; at once where there is no
 /// `setTimeout` (a flush's answers then wait for no timer, §8).
 pub(crate) fn sleep(ms: u32) -> Promise {
-    Promise::new(&mut |resolve, _| {
-        let _ = match global_fn("setTimeout") {
-            Some(set) => set.call2(&js_sys::global(), &resolve, &ms.into()),
-            None => resolve.call0(&JsValue::UNDEFINED),
-        };
-    })
+    let (promise, resolve, _) = crate::js::with_resolvers();
+    let _ = match global_fn("setTimeout") {
+        Some(set) => set.call2(&js_sys::global(), &resolve, &ms.into()),
+        None => resolve.call0(&JsValue::UNDEFINED),
+    };
+    promise
 }
 
 #[cfg(test)]

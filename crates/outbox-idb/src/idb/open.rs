@@ -18,7 +18,7 @@
 //! and a connection that arrives later is closed, so it never lingers and blocks other tabs.
 
 use crate::error::{dom_name, OutboxError};
-use js_sys::{Function, Promise};
+use js_sys::Function;
 use std::cell::Cell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -48,70 +48,60 @@ pub(super) async fn wait(
     upgrade: Upgrade,
 ) -> Result<IdbDatabase, OpenError> {
     let req = req.map_err(OpenError::Other)?;
-    let mut settle: Option<(Function, Function)> = None;
-    let promise = Promise::new(&mut |resolve, reject| settle = Some((resolve, reject)));
-    let (resolve, reject) = settle.expect("the Promise executor runs at once");
+    let (promise, resolve, reject) = crate::js::with_resolvers();
     let timer = Rc::new(Cell::new(None::<JsValue>));
     let saw_blocked = Rc::new(Cell::new(false));
     let timed_out = Rc::new(Cell::new(false));
     let refused = Rc::new(Cell::new(None::<OutboxError>));
 
-    let on_success = {
-        let (req, timer) = (req.clone(), timer.clone());
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
-            clear_timeout(&timer);
-            let db = req.result().unwrap_or(JsValue::UNDEFINED);
-            // Before anything else can run: the connection lets go of other tabs' upgrades
-            // from its first moment, whatever becomes of this future.
-            db.unchecked_ref::<IdbDatabase>().set_onversionchange(Some(&close_on_versionchange()));
-            let _ = resolve.call1(&JsValue::NULL, &db);
-        })
-    };
-    let on_error = {
-        let (req, timer, reject) = (req.clone(), timer.clone(), reject.clone());
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| {
-            clear_timeout(&timer);
-            let err = req.error().ok().flatten().map_or(JsValue::NULL, JsValue::from);
-            let _ = reject.call1(&JsValue::NULL, &err);
-        })
-    };
-    let on_upgrade = {
-        let (req, timer, refused) = (req.clone(), timer.clone(), refused.clone());
+    // One handler for the request's four events, told apart by type, and for the timeout
+    // (`setTimeout` calls it with no event): one closure type, its glue built into the
+    // module once, instead of five (issue 35).
+    let on_event = {
+        let (req, timer, refused, saw_blocked, timed_out) =
+            (req.clone(), timer.clone(), refused.clone(), saw_blocked.clone(), timed_out.clone());
         Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+            if ev.is_undefined() {
+                timed_out.set(true);
+                // At once, not when this future next runs: `upgradeneeded` may be the next
+                // task.
+                abandon(&req);
+                let _ = reject.call1(&JsValue::NULL, &JsValue::NULL);
+                return;
+            }
+            let kind = ev.type_();
+            if kind == "blocked" {
+                saw_blocked.set(true);
+                return;
+            }
             clear_timeout(&timer);
-            let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
-            let old = ev.unchecked_ref::<IdbVersionChangeEvent>().old_version();
-            if let Err(e) = upgrade(db.unchecked_ref(), &tx, old) {
-                refused.set(Some(e));
-                let _ = tx.abort();
+            if kind == "success" {
+                let db = req.result().unwrap_or(JsValue::UNDEFINED);
+                // Before anything else can run: the connection lets go of other tabs'
+                // upgrades from its first moment, whatever becomes of this future.
+                db.unchecked_ref::<IdbDatabase>().set_onversionchange(Some(&close_on_versionchange()));
+                let _ = resolve.call1(&JsValue::NULL, &db);
+            } else if kind == "error" {
+                let err = req.error().ok().flatten().map_or(JsValue::NULL, JsValue::from);
+                let _ = reject.call1(&JsValue::NULL, &err);
+            } else {
+                // `upgradeneeded`
+                let (Ok(db), Some(tx)) = (req.result(), req.transaction()) else { return };
+                let old = ev.unchecked_ref::<IdbVersionChangeEvent>().old_version();
+                if let Err(e) = upgrade(db.unchecked_ref(), &tx, old) {
+                    refused.set(Some(e));
+                    let _ = tx.abort();
+                }
             }
         })
     };
-    let on_blocked = {
-        let saw_blocked = saw_blocked.clone();
-        Closure::<dyn FnMut(Event)>::new(move |_: Event| saw_blocked.set(true))
-    };
-    let on_timeout = {
-        let (req, timed_out) = (req.clone(), timed_out.clone());
-        Closure::<dyn FnMut()>::new(move || {
-            timed_out.set(true);
-            // At once, not when this future next runs: `upgradeneeded` may be the next task.
-            abandon(&req);
-            let _ = reject.call1(&JsValue::NULL, &JsValue::NULL);
-        })
-    };
-    req.set_onsuccess(Some(on_success.as_ref().unchecked_ref()));
-    req.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    req.set_onupgradeneeded(Some(on_upgrade.as_ref().unchecked_ref()));
-    req.set_onblocked(Some(on_blocked.as_ref().unchecked_ref()));
-    timer.set(set_timeout(on_timeout.as_ref().unchecked_ref(), timeout_ms));
-    let mut pending = Pending {
-        req,
-        timer,
-        settled: false,
-        _handlers: [on_success, on_error, on_upgrade, on_blocked],
-        _timeout: on_timeout,
-    };
+    let handler = on_event.as_ref().unchecked_ref();
+    req.set_onsuccess(Some(handler));
+    req.set_onerror(Some(handler));
+    req.set_onupgradeneeded(Some(handler));
+    req.set_onblocked(Some(handler));
+    timer.set(set_timeout(handler, timeout_ms));
+    let mut pending = Pending { req, timer, settled: false, _handler: on_event };
 
     let result = JsFuture::from(promise).await;
     pending.settled = !timed_out.get();
@@ -129,14 +119,13 @@ pub(super) async fn wait(
 
 /// The request while this module's handlers are on it, and the handlers. Dropped settled,
 /// it detaches them; dropped unsettled (timed out, or the future was dropped), it abandons
-/// the request. Either way no handler is left pointing at a freed closure: the closures are
-/// fields, dropped after `drop` has replaced them.
+/// the request. Either way no handler is left pointing at a freed closure: the closure is a
+/// field, dropped after `drop` has replaced the handlers.
 struct Pending {
     req: IdbOpenDbRequest,
     timer: Rc<Cell<Option<JsValue>>>,
     settled: bool,
-    _handlers: [Closure<dyn FnMut(Event)>; 4],
-    _timeout: Closure<dyn FnMut()>,
+    _handler: Closure<dyn FnMut(Event)>,
 }
 
 impl Drop for Pending {
@@ -216,15 +205,11 @@ fn target_request(ev: &Event) -> Option<IdbOpenDbRequest> {
 /// `Timeout` object in Node, which must reach `clearTimeout` as it is or the timer keeps
 /// running (and a Node process alive) after the open succeeded.
 fn set_timeout(f: &Function, ms: u32) -> Option<JsValue> {
-    global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()
+    crate::js::global_fn("setTimeout")?.call2(&js_sys::global(), f, &ms.into()).ok()
 }
 
 fn clear_timeout(timer: &Cell<Option<JsValue>>) {
-    if let (Some(id), Some(clear)) = (timer.take(), global_fn("clearTimeout")) {
+    if let (Some(id), Some(clear)) = (timer.take(), crate::js::global_fn("clearTimeout")) {
         let _ = clear.call1(&js_sys::global(), &id);
     }
-}
-
-fn global_fn(name: &str) -> Option<Function> {
-    crate::js::get(&js_sys::global(), name).dyn_into().ok()
 }

@@ -98,14 +98,14 @@ impl Store {
         }
     }
 
-    /// `get` of the app record under `key` in `store`, issued in `tx` ([`Store::read_one`]
+    /// `get` of the app record under `key` in `store`, issued in `tx` ([`Read::Record`],
     /// over `AppStores::Named(vec![store])`), as [`Store::owner_queue`]; its result is
     /// [`Store::record_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store the database lacks or a key IndexedDB refuses;
     /// `STORAGE`.
-    pub(crate) fn record_request(tx: &IdbTransaction, store: &str, key: &JsValue) -> Result<IdbRequest> {
+    fn record_request(tx: &IdbTransaction, store: &str, key: &JsValue) -> Result<IdbRequest> {
         app_store(tx, store)?.get(key).map_err(|e| key_refused(&e))
     }
 
@@ -120,18 +120,14 @@ impl Store {
     }
 
     /// `getAll` of the app records of `store` (through `index` when given) within `range`
-    /// (`undefined` for all), issued in `tx` as [`Store::record_request`]; its result, in key
+    /// (`undefined` for all), issued in `tx` as [`Store::record_request`] ([`Read::Records`]);
+    /// its result, in key
     /// order, is [`Store::records_of`].
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` for a store or index the database lacks or a range IndexedDB
     /// refuses; `STORAGE`.
-    pub(crate) fn records_request(
-        tx: &IdbTransaction,
-        store: &str,
-        index: Option<&str>,
-        range: &JsValue,
-    ) -> Result<IdbRequest> {
+    fn records_request(tx: &IdbTransaction, store: &str, index: Option<&str>, range: &JsValue) -> Result<IdbRequest> {
         let os = app_store(tx, store)?;
         match index {
             Some(i) => os
@@ -158,11 +154,11 @@ impl Store {
     /// # Errors
     /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade).
     pub async fn read_all(self: &Rc<Self>) -> Result<Vec<Value>> {
-        Store::rows_of(self.read_one(&AppStores::None, &Store::all).await?)
+        Store::rows_of(self.read_one(&AppStores::None, Read::Values(None)).await?)
     }
 
     /// `getAll` (or `getAllKeys`, primary keys, when `keys`) of `owner`'s range of the
-    /// `[owner, savedAt]` index, issued in `tx` ([`Store::read_one`]): every row of `owner`
+    /// `[owner, savedAt]` index, issued in `tx` ([`Read::Queue`]): every row of `owner`
     /// with a numeric `savedAt`, in `(savedAt, id)` order ([`Store::rows_of`]), or their
     /// ids ([`Store::ids_of`]). The reads of the queue are issued by these plain functions
     /// and awaited by their callers through `read_one`: no async wrapper of its own for
@@ -170,7 +166,7 @@ impl Store {
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn owner_queue(tx: &IdbTransaction, owner: &str, keys: bool) -> Result<IdbRequest> {
+    fn owner_queue(tx: &IdbTransaction, owner: &str, keys: bool) -> Result<IdbRequest> {
         let store = object_store(tx)?;
         let range = owner_range(owner).map_err(|e| OutboxError::storage("key range", &e))?;
         let index = store.index(BY_OWNER_SAVED_AT).map_err(|e| OutboxError::storage("index", &e))?;
@@ -180,39 +176,32 @@ impl Store {
 
     /// Every value stored under `owner` (decodable or not), through the `byOwner` index; a
     /// database a newer version upgraded without that index is read whole. Callers still
-    /// filter by owner. Issued in `tx` as [`Store::owner_queue`].
+    /// filter by owner. With no owner: every stored value (rows of every owner and
+    /// undecodable ones). Issued in `tx` as [`Store::owner_queue`] ([`Read::Values`]).
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn owner_values(tx: &IdbTransaction, owner: &str) -> Result<IdbRequest> {
+    fn owner_values(tx: &IdbTransaction, owner: Option<&str>) -> Result<IdbRequest> {
         let store = object_store(tx)?;
-        if store.index_names().contains(BY_OWNER) {
-            let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
-            index.get_all_with_key(&owner.into())
-        } else {
-            store.get_all()
+        match owner {
+            Some(owner) if store.index_names().contains(BY_OWNER) => {
+                let index = store.index(BY_OWNER).map_err(|e| OutboxError::storage("index", &e))?;
+                index.get_all_with_key(&owner.into())
+            }
+            _ => store.get_all(),
         }
         .map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// `getAll` of the row stored under `id` (none or one), issued in `tx` as
-    /// [`Store::owner_queue`]; its result is [`Store::rows_of`]. What the commands read of
-    /// one row outside a write: [`Store::read`] of its `Id` scope, through `read_one`'s
+    /// [`Store::owner_queue`] ([`Read::Row`]); its result is [`Store::rows_of`]. What the commands read
+    /// of one row outside a write: [`Store::read`] of its `Id` scope, through `read_one`'s
     /// future (no future of its own, issue 35).
     ///
     /// # Errors
     /// `STORAGE`.
-    pub(crate) fn row_request(tx: &IdbTransaction, id: &str) -> Result<IdbRequest> {
+    fn row_request(tx: &IdbTransaction, id: &str) -> Result<IdbRequest> {
         object_store(tx)?.get_all_with_key(&JsValue::from_str(id)).map_err(|e| OutboxError::storage("read", &e))
-    }
-
-    /// Every stored value (rows of every owner and undecodable ones), issued in `tx` as
-    /// [`Store::owner_queue`].
-    ///
-    /// # Errors
-    /// `STORAGE`.
-    pub(crate) fn all(tx: &IdbTransaction) -> Result<IdbRequest> {
-        object_store(tx)?.get_all().map_err(|e| OutboxError::storage("read", &e))
     }
 
     /// The rows of what one of the reads above returned (the planner's JSON).
@@ -234,20 +223,22 @@ impl Store {
         ids
     }
 
-    /// The result of one request in a readonly transaction over the queue and `app`, which
-    /// `issue` makes. The one async body of the single-request reads (each async fn is a
-    /// state machine of its own in the wasm module, issue 35).
+    /// The result of the one request `read` in a readonly transaction over the queue and
+    /// `app`. The one async body of the single-request reads (each async fn is a state
+    /// machine of its own in the wasm module, issue 35).
     ///
     /// # Errors
-    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade); what `issue`
-    /// fails with.
-    pub(crate) async fn read_one(
-        self: &Rc<Self>,
-        app: &AppStores,
-        issue: &dyn Fn(&IdbTransaction) -> Result<IdbRequest>,
-    ) -> Result<JsValue> {
+    /// `STORAGE`, `CLOSED`, `BLOCKED` (reopening after another tab's upgrade); what issuing
+    /// `read` fails with.
+    pub(crate) async fn read_one(self: &Rc<Self>, app: &AppStores, read: Read<'_>) -> Result<JsValue> {
         let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, app).await?;
-        let req = issue(&tx)?;
+        let req = match read {
+            Read::Row(id) => Store::row_request(&tx, id),
+            Read::Queue { owner, keys } => Store::owner_queue(&tx, owner, keys),
+            Read::Values(owner) => Store::owner_values(&tx, owner),
+            Read::Record { store, key } => Store::record_request(&tx, store, key),
+            Read::Records { store, index, range } => Store::records_request(&tx, store, index, range),
+        }?;
         request(&req).await.map_err(|e| OutboxError::storage("read", &e))
     }
 
@@ -260,6 +251,22 @@ impl Store {
         let tx = self.transaction_over(IdbTransactionMode::Readonly, Durability::Default, &AppStores::None).await?;
         await_reads(issue_reads(&object_store(&tx)?, scopes)?).await
     }
+}
+
+/// The one request of a [`Store::read_one`], as data: one `match` there, not a closure
+/// type (its call shim and drop glue) per kind of read (issue 35).
+#[derive(Clone, Copy)]
+pub(crate) enum Read<'a> {
+    /// The row stored under this id (none or one): [`Store::row_request`].
+    Row(&'a str),
+    /// An owner's queue, or its ids (`keys`): [`Store::owner_queue`].
+    Queue { owner: &'a str, keys: bool },
+    /// Every value stored under an owner, or every value (`None`): [`Store::owner_values`].
+    Values(Option<&'a str>),
+    /// The app record under `key` in `store`: [`Store::record_request`].
+    Record { store: &'a str, key: &'a JsValue },
+    /// App records of `store` (through `index`) within `range`: [`Store::records_request`].
+    Records { store: &'a str, index: Option<&'a str>, range: &'a JsValue },
 }
 
 /// The app store `name` of a transaction over it.
