@@ -162,10 +162,12 @@ impl Task {
             Task::Answer(a) => {
                 let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
                 let ad = AckDraws { random: draws.unit(), new_id };
-                let decision =
+                let mut decision =
                     plan_ack(&opts.owner, &a.row.id, current, &a.ticket, &a.outcome, now, &opts.backoff, &ad);
-                let plan = match &decision {
-                    AckDecision::Apply { plan, .. } => Some(plan.clone()),
+                // The plan is moved out, not cloned: what `answered` reads of the decision
+                // later is its successor (issue 35: no clone of a plan's rows).
+                let plan = match &mut decision {
+                    AckDecision::Apply { plan, .. } => Some(std::mem::take(plan)),
                     _ => None,
                 };
                 a.decided = Some(decision);
