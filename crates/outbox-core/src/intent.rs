@@ -5,7 +5,7 @@ use crate::accounts::in_scope;
 use crate::codec::{decode, encode, refingerprint};
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::claim_is_mine;
-use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
+use crate::row::{chain_order_rows, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -135,7 +135,7 @@ pub fn plan_convert(
             waiting.push(r);
         }
     }
-    if let Some(last) = chain_order(waiting, |r| r).last() {
+    if let Some(last) = chain_order_rows(waiting).last() {
         row.successor_of = Some(last.id.clone());
     }
     scopes.push(target);
