@@ -10,7 +10,7 @@ use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::plan::{ReplacePlan, Scope};
 use crate::records::reconcile_for;
 use crate::retry::Backoff;
-use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
+use crate::row::{chain_order_rows, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -65,18 +65,26 @@ pub use crate::row::claim_is_mine;
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let mut waiting: Vec<(Row, Value)> = Vec::new();
-    for raw in in_scope(&create.scope(), scope_rows) {
+    let scoped = in_scope(&create.scope(), scope_rows);
+    let mut waiting: Vec<Row> = Vec::new();
+    for raw in &scoped {
         let Ok(r) = decode(raw) else { continue };
         if r.is_intent() {
-            waiting.push((r, raw.clone()));
+            waiting.push(r);
         }
     }
     // Each intent after the one it waits for. A blocked one is not converted, nor is one it
-    // holds (`holds_intent`), nor one after that: they are converted after it (§7).
+    // holds (`holds_intent`), nor one after that: they are converted after it (§7). The
+    // rows alone are ordered, and each finds its stored value again by its id (the store's
+    // key): the enqueue's and the conversion's copy of the chain order, not one more for
+    // rows paired with values (issue 35).
     let mut left: Vec<Row> = Vec::new();
     let mut out = Vec::new();
-    for (r, raw) in chain_order(waiting, |(r, _)| r) {
+    for r in chain_order_rows(waiting) {
+        let Some(raw) = scoped.iter().find(|v| v.get("id").and_then(Value::as_str) == Some(&r.id)) else {
+            continue;
+        };
+        let raw = (*raw).clone();
         let pred = r.successor_of.as_deref().and_then(|p| left.iter().find(|l| l.id == p));
         if pred.is_some_and(|p| holds_intent(p, &r)) || r.state == RowState::Blocked {
             left.push(r);
