@@ -119,13 +119,6 @@ pub fn plan_ack(
     if !owns(owner, &row) || !claim_is_mine(&row, ticket) {
         return AckDecision::NotMine;
     }
-    // A failure rewrites the row alone; only a success deletes it (below, with its scope).
-    let only_row = |puts: Vec<Value>| ReplacePlan {
-        scopes: vec![Scope::Id(row_id.to_owned())],
-        expected: vec![raw.clone()],
-        puts,
-        ..Default::default()
-    };
     let attempt = row.evidence.as_ref().map_or(1, |e| e.attempt_count.max(1));
     // The app's records follow an answer that ends the attempt, in the ACK's own replace.
     let reconcile = reconcile_for(&row, outcome);
@@ -143,38 +136,42 @@ pub fn plan_ack(
                 ..Default::default()
             }
         }
-        Outcome::Transient { code, retry_after_ms } => {
-            row.state = RowState::Queued;
-            row.sent_at = None;
-            row.deferred_at = Some(now);
-            row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
-            set_error(&mut row, code.clone());
-            expire(&mut row, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Auth => {
-            row.state = RowState::Held;
-            row.sent_at = None;
-            row.held_at = Some(now);
-            row.deferred_at = Some(now);
-            set_error(&mut row, Some("AUTH".into()));
-            expire(&mut row, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Permanent { code } => {
-            block(&mut row, code, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
-            // §9 needs the server's revision: without it a successor would be a blind write.
-            block(&mut row, REVISION_UNKNOWN, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Conflict { actual_revision } => {
+        Outcome::Conflict { actual_revision } if usable_actual_revision(actual_revision) => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
             let mut plan = conflict_plan(&row, scope_rows, &successor);
             plan.reconcile = reconcile;
             return AckDecision::Apply { plan, successor: Some(successor) };
+        }
+        // A failure rewrites the row alone; only a success deletes it (above, with its
+        // scope). One replace written for every failure (issue 35: one copy of it).
+        failure => {
+            match failure {
+                Outcome::Transient { code, retry_after_ms } => {
+                    row.state = RowState::Queued;
+                    row.sent_at = None;
+                    row.deferred_at = Some(now);
+                    row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
+                    set_error(&mut row, code.clone());
+                    expire(&mut row, now);
+                }
+                Outcome::Auth => {
+                    row.state = RowState::Held;
+                    row.sent_at = None;
+                    row.held_at = Some(now);
+                    row.deferred_at = Some(now);
+                    set_error(&mut row, Some("AUTH".into()));
+                    expire(&mut row, now);
+                }
+                Outcome::Permanent { code } => block(&mut row, code, now),
+                // §9 needs the server's revision: without it a successor would be a blind write.
+                _ => block(&mut row, REVISION_UNKNOWN, now),
+            }
+            ReplacePlan {
+                scopes: vec![Scope::Id(row_id.to_owned())],
+                expected: vec![raw.clone()],
+                puts: vec![encode(&row)],
+                ..Default::default()
+            }
         }
     };
     plan.reconcile = reconcile;
