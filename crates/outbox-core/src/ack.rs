@@ -2,7 +2,7 @@
 //! (§9) is planned by [`crate::conflict`].
 
 use crate::accounts::{in_scope, in_scope_copied, owns};
-use crate::codec::{decode, encode};
+use crate::codec::decode;
 use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
@@ -166,12 +166,7 @@ pub fn plan_ack(
                 // §9 needs the server's revision: without it a successor would be a blind write.
                 _ => block(&mut row, REVISION_UNKNOWN, now),
             }
-            ReplacePlan {
-                scopes: vec![Scope::Id(row_id.to_owned())],
-                expected: vec![raw.clone()],
-                puts: vec![encode(&row)],
-                ..Default::default()
-            }
+            crate::plan::rewrite(&row, raw)
         }
     };
     plan.reconcile = reconcile;

@@ -196,12 +196,7 @@ pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now:
     intent.state = RowState::Blocked;
     intent.blocked_at = Some(now);
     intent.blocked_code = Some(code.to_owned());
-    Some(ReplacePlan {
-        scopes: vec![Scope::Id(intent.id.clone())],
-        expected: vec![intent_raw.clone()],
-        puts: vec![encode(&intent)],
-        ..Default::default()
-    })
+    Some(crate::plan::rewrite(&intent, intent_raw))
 }
 
 /// The create row an intent waits for: its `successorOf`, followed past the earlier

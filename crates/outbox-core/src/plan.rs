@@ -1,6 +1,8 @@
 //! Plans as data: what the one write primitive, replace (SPEC §4), is asked to do.
 
+use crate::codec::encode;
 use crate::record_write::{Reconcile, RecordWrite};
+use crate::row::Row;
 pub use crate::scope::{key_string, Scope};
 use serde_json::Value;
 
@@ -68,6 +70,18 @@ fn by_key(keys: &[String]) -> Vec<(&str, usize)> {
     }
     crate::names::sort_by_key(&mut k);
     k
+}
+
+/// The replace that rewrites one stored row, `raw` as read, as `row` (same id): its id's
+/// scope, the row as read, its new encoding. One function for the planners that rewrite a
+/// row alone (an ACK's failure, an intent's quarantine), not one copy each (issue 35).
+pub fn rewrite(row: &Row, raw: &Value) -> ReplacePlan {
+    ReplacePlan {
+        scopes: vec![Scope::Id(row.id.clone())],
+        expected: vec![raw.clone()],
+        puts: vec![encode(row)],
+        ..Default::default()
+    }
 }
 
 /// The distinct rows of `all` that fall in any of `scopes`.
