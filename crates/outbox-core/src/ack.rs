@@ -3,7 +3,6 @@
 
 use crate::accounts::{in_scope, in_scope_copied, owns};
 use crate::codec::decode;
-use crate::conflict::conflict_plan;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
 use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
@@ -138,7 +137,7 @@ pub fn plan_ack(
         }
         Outcome::Conflict { actual_revision } if usable_actual_revision(actual_revision) => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
-            let mut plan = conflict_plan(&row, scope_rows, &successor);
+            let mut plan = crate::reissue::reissue_plan(&row, scope_rows, &successor);
             plan.reconcile = reconcile;
             return AckDecision::Apply { plan, successor: Some(successor) };
         }
