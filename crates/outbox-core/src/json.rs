@@ -19,8 +19,12 @@ pub fn unexpected(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("boolean `{b}`"),
-        Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
-        Value::Number(n) => format!("integer `{n}`"),
+        // The digits through serde_json's writer of a `Value`, which the module holds anyway,
+        // not the number's `Display` (issue 35): the same digits.
+        Value::Number(n) => {
+            let what = if n.is_f64() { "floating point" } else { "integer" };
+            format!("{what} `{}`", serde_json::to_string(v).unwrap_or_default())
+        }
         Value::String(s) => format!("string {}", quoted(s)),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
