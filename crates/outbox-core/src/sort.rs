@@ -44,7 +44,11 @@ pub fn stable_by_key<T, K: Ord>(items: &mut [T], key: impl Fn(&T) -> K) {
 /// KB of wasm for this one instance (issue 12).
 #[inline(never)]
 fn indices(n: usize, cmp: &mut dyn FnMut(usize, usize) -> Ordering) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
+    // Pushed, not collected from `0..n`: no `FromIterator` copy of its own (issue 35).
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for i in 0..n {
+        order.push(i);
+    }
     let mut merged = vec![0; n];
     let mut width = 1;
     while width < n {
