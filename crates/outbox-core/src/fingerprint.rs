@@ -192,7 +192,12 @@ fn push_js_number(out: &mut String, f: f64) {
         digits.pop();
     }
     let k = digits.len() as i32;
-    let push = |out: &mut String, d: &[u8]| out.extend(d.iter().map(|&b| char::from(b)));
+    // A loop of pushes, not `extend` of a char iterator: no copy of its own (issue 35).
+    let push = |out: &mut String, d: &[u8]| {
+        for &b in d {
+            out.push(char::from(b));
+        }
+    };
     if k <= point && point <= 21 {
         push(out, &digits);
         for _ in k..point {
