@@ -2,15 +2,14 @@
 //! (§9) is planned by [`crate::conflict`].
 
 use crate::accounts::{in_scope, in_scope_copied, owns};
-use crate::codec::{decode, encode};
-use crate::conflict::conflict_plan;
+use crate::codec::decode;
 use crate::intent::holds_intent;
 use crate::outcome::Outcome;
 use crate::outcome::{usable_actual_revision, REVISION_UNKNOWN};
 use crate::plan::{ReplacePlan, Scope};
 use crate::records::reconcile_for;
 use crate::retry::Backoff;
-use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
+use crate::row::{chain_order_rows, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -65,18 +64,26 @@ pub use crate::row::claim_is_mine;
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
-    let mut waiting: Vec<(Row, Value)> = Vec::new();
-    for raw in in_scope(&create.scope(), scope_rows) {
+    let scoped = in_scope(&create.scope(), scope_rows);
+    let mut waiting: Vec<Row> = Vec::new();
+    for raw in &scoped {
         let Ok(r) = decode(raw) else { continue };
         if r.is_intent() {
-            waiting.push((r, raw.clone()));
+            waiting.push(r);
         }
     }
     // Each intent after the one it waits for. A blocked one is not converted, nor is one it
-    // holds (`holds_intent`), nor one after that: they are converted after it (§7).
+    // holds (`holds_intent`), nor one after that: they are converted after it (§7). The
+    // rows alone are ordered, and each finds its stored value again by its id (the store's
+    // key): the enqueue's and the conversion's copy of the chain order, not one more for
+    // rows paired with values (issue 35).
     let mut left: Vec<Row> = Vec::new();
     let mut out = Vec::new();
-    for (r, raw) in chain_order(waiting, |(r, _)| r) {
+    for r in chain_order_rows(waiting) {
+        let Some(raw) = scoped.iter().find(|v| v.get("id").and_then(Value::as_str) == Some(&r.id)) else {
+            continue;
+        };
+        let raw = (*raw).clone();
         let pred = r.successor_of.as_deref().and_then(|p| left.iter().find(|l| l.id == p));
         if pred.is_some_and(|p| holds_intent(p, &r)) || r.state == RowState::Blocked {
             left.push(r);
@@ -111,13 +118,6 @@ pub fn plan_ack(
     if !owns(owner, &row) || !claim_is_mine(&row, ticket) {
         return AckDecision::NotMine;
     }
-    // A failure rewrites the row alone; only a success deletes it (below, with its scope).
-    let only_row = |puts: Vec<Value>| ReplacePlan {
-        scopes: vec![Scope::Id(row_id.to_owned())],
-        expected: vec![raw.clone()],
-        puts,
-        ..Default::default()
-    };
     let attempt = row.evidence.as_ref().map_or(1, |e| e.attempt_count.max(1));
     // The app's records follow an answer that ends the attempt, in the ACK's own replace.
     let reconcile = reconcile_for(&row, outcome);
@@ -135,38 +135,37 @@ pub fn plan_ack(
                 ..Default::default()
             }
         }
-        Outcome::Transient { code, retry_after_ms } => {
-            row.state = RowState::Queued;
-            row.sent_at = None;
-            row.deferred_at = Some(now);
-            row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
-            set_error(&mut row, code.clone());
-            expire(&mut row, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Auth => {
-            row.state = RowState::Held;
-            row.sent_at = None;
-            row.held_at = Some(now);
-            row.deferred_at = Some(now);
-            set_error(&mut row, Some("AUTH".into()));
-            expire(&mut row, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Permanent { code } => {
-            block(&mut row, code, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Conflict { actual_revision } if !usable_actual_revision(actual_revision) => {
-            // §9 needs the server's revision: without it a successor would be a blind write.
-            block(&mut row, REVISION_UNKNOWN, now);
-            only_row(vec![encode(&row)])
-        }
-        Outcome::Conflict { actual_revision } => {
+        Outcome::Conflict { actual_revision } if usable_actual_revision(actual_revision) => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
-            let mut plan = conflict_plan(&row, scope_rows, &successor);
+            let mut plan = crate::reissue::reissue_plan(&row, scope_rows, &successor);
             plan.reconcile = reconcile;
             return AckDecision::Apply { plan, successor: Some(successor) };
+        }
+        // A failure rewrites the row alone; only a success deletes it (above, with its
+        // scope). One replace written for every failure (issue 35: one copy of it).
+        failure => {
+            match failure {
+                Outcome::Transient { code, retry_after_ms } => {
+                    row.state = RowState::Queued;
+                    row.sent_at = None;
+                    row.deferred_at = Some(now);
+                    row.next_attempt_at = Some(backoff.next_attempt_at(now, attempt, draws.random, *retry_after_ms));
+                    set_error(&mut row, code.clone());
+                    expire(&mut row, now);
+                }
+                Outcome::Auth => {
+                    row.state = RowState::Held;
+                    row.sent_at = None;
+                    row.held_at = Some(now);
+                    row.deferred_at = Some(now);
+                    set_error(&mut row, Some("AUTH".into()));
+                    expire(&mut row, now);
+                }
+                Outcome::Permanent { code } => block(&mut row, code, now),
+                // §9 needs the server's revision: without it a successor would be a blind write.
+                _ => block(&mut row, REVISION_UNKNOWN, now),
+            }
+            crate::plan::rewrite(&row, raw)
         }
     };
     plan.reconcile = reconcile;

@@ -5,7 +5,7 @@ use crate::accounts::{in_scope_copied, owns, same_owner, stored_owner};
 use crate::codec::{decode, encode};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
-use crate::reissue::{reissued, repoint};
+use crate::reissue::{reissue_plan, reissued};
 use crate::row::{find_stored, RowState};
 use crate::time::Millis;
 use serde_json::Value;
@@ -50,17 +50,7 @@ pub fn plan_retry_blocked(
         row.body = b.clone();
     }
     // §11: only the row's own (owner, target) scope is compared and re-pointed.
-    let scope_rows: Vec<Value> = in_scope_copied(&row.scope(), scope_rows);
-    let fresh = reissued(&row, new_id);
-    let mut puts = repoint(&scope_rows, row_id, new_id, &[row_id]);
-    puts.push(encode(&fresh));
-    Some(ReplacePlan {
-        scopes: vec![Scope::Id(row_id.to_owned()), row.scope()],
-        expected: scope_rows,
-        deletes: vec![row_id.to_owned()],
-        puts,
-        ..Default::default()
-    })
+    Some(reissue_plan(&row, scope_rows, &reissued(&row, new_id)))
 }
 
 /// Why `discard` removed nothing.

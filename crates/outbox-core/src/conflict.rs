@@ -4,8 +4,8 @@
 //! is still this tab's, one replace removes the original row and writes a successor under
 //! a **new** operation id with revision R, a new fingerprint and a
 //! `conflict: {previousId, actualRevision, at}` note, and re-points the rows that waited for
-//! the original to the successor. The old id cannot be reused: the gate's ledger would
-//! refuse it with a different fingerprint (§14).
+//! the original to the successor ([`crate::reissue::reissue_plan`]). The old id cannot be
+//! reused: the gate's ledger would refuse it with a different fingerprint (§14).
 //!
 //! R is opaque, like every revision (§3): a JSON number or a string such as an ETag, and
 //! the successor stores, fingerprints and sends exactly that value.
@@ -20,10 +20,7 @@
 //! this permanent code; [`crate::ack::plan_ack`] does the same for an app-built
 //! `Outcome::Conflict` whose revision is unusable.
 
-use crate::accounts::in_scope_copied;
-use crate::codec::encode;
-use crate::plan::{ReplacePlan, Scope};
-use crate::reissue::{reissued, repoint};
+use crate::reissue::reissued;
 use crate::row::{is_revision, Row};
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -51,23 +48,6 @@ fn conflict_note(previous_id: &str, actual_revision: &Value, now: Millis) -> Val
     note.insert("actualRevision".into(), actual_revision.clone());
     note.insert("at".into(), Value::from(now.0));
     Value::Object(note)
-}
-
-/// One replace: remove the original, write its successor, re-point the rows of its scope
-/// that waited for it. `scope_rows` are the rows read for the ACK (the original among
-/// them); only the original's own `(owner, target)` scope is compared and changed (§11).
-pub fn conflict_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
-    let scope = row.scope();
-    let expected: Vec<Value> = in_scope_copied(&scope, scope_rows);
-    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
-    puts.push(encode(successor));
-    ReplacePlan {
-        scopes: vec![Scope::Id(row.id.clone()), scope],
-        expected,
-        deletes: vec![row.id.clone()],
-        puts,
-        ..Default::default()
-    }
 }
 
 #[cfg(test)]

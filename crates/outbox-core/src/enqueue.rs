@@ -36,7 +36,7 @@
 //! - **A `noMerge` operation** absorbs, merges into and cancels nothing: it is written as
 //!   given, the successor of the scope's latest row (greatest `(savedAt, id)`, in flight or
 //!   not; for an edit of `pending:X` with no row left, the create X). "Latest" is in chain
-//!   order ([`chain_order`]): a row written by a tab whose clock is behind still counts as
+//!   order ([`crate::row::chain_order`]): a row written by a tab whose clock is behind still counts as
 //!   after the row it waits for, so two commands never wait for the same row.
 //! - **An ordinary operation after a `noMerge` row** only looks at the rows after the last
 //!   `noMerge` row of the scope: those coalesce as usual (an update over updates, a delete
@@ -56,7 +56,7 @@ use crate::inflight::may_be_on_the_wire;
 use crate::input::NewOperation;
 use crate::plan::{ReplacePlan, Scope};
 use crate::reissue::{reissued, repoint};
-use crate::row::{chain_order, Kind, Row, RowState, PENDING_PREFIX};
+use crate::row::{chain_order_rows, Kind, Row, RowState, PENDING_PREFIX};
 use crate::tab::Tab;
 use crate::time::Millis;
 use serde_json::{Map, Value};
@@ -121,7 +121,7 @@ pub fn plan_enqueue(
             decoded.push(row);
         }
     }
-    let rows = chain_order(decoded, |r| r);
+    let rows = chain_order_rows(decoded);
     // A claim other tabs do not honour (its lease ends past the longest lease, §5) may
     // still be on the wire: a new row waits for it instead of absorbing it, so the older
     // request never lands after the newer one.

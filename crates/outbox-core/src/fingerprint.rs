@@ -151,7 +151,10 @@ fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
 /// code were about 4 KB of the wasm module, issue 35). Only where the point goes and the
 /// exponent's form are ECMAScript's own: laid out here from the digits and their exponent.
 fn push_js_number(out: &mut String, f: f64) {
-    let text = serde_json::Number::from_f64(f).map(|n| n.to_string()).unwrap_or_default();
+    // Through serde_json's writer of a `Value`, which the module holds anyway, not the
+    // number's `Display` (issue 35: that linked core::fmt's path for it); the same digits.
+    let text = serde_json::Number::from_f64(f)
+        .map_or(String::new(), |n| serde_json::to_string(&Value::Number(n)).unwrap_or_default());
     // `text` is `-`? digits (`.` digits)? (`e` sign? digits)?: the value is
     // 0.`digits` × 10^`point`, once the leading zeros are gone.
     let mut digits: Vec<u8> = Vec::new();
@@ -189,7 +192,12 @@ fn push_js_number(out: &mut String, f: f64) {
         digits.pop();
     }
     let k = digits.len() as i32;
-    let push = |out: &mut String, d: &[u8]| out.extend(d.iter().map(|&b| char::from(b)));
+    // A loop of pushes, not `extend` of a char iterator: no copy of its own (issue 35).
+    let push = |out: &mut String, d: &[u8]| {
+        for &b in d {
+            out.push(char::from(b));
+        }
+    };
     if k <= point && point <= 21 {
         push(out, &digits);
         for _ in k..point {

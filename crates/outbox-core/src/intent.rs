@@ -5,7 +5,7 @@ use crate::accounts::in_scope;
 use crate::codec::{decode, encode, refingerprint};
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::claim_is_mine;
-use crate::row::{chain_order, find_stored, Row, RowState, Ticket};
+use crate::row::{chain_order_rows, find_stored, Row, RowState, Ticket};
 use crate::time::Millis;
 use serde_json::Value;
 
@@ -135,7 +135,7 @@ pub fn plan_convert(
             waiting.push(r);
         }
     }
-    if let Some(last) = chain_order(waiting, |r| r).last() {
+    if let Some(last) = chain_order_rows(waiting).last() {
         row.successor_of = Some(last.id.clone());
     }
     scopes.push(target);
@@ -196,12 +196,7 @@ pub fn plan_block_intent(intent_raw: &Value, current: &[Value], code: &str, now:
     intent.state = RowState::Blocked;
     intent.blocked_at = Some(now);
     intent.blocked_code = Some(code.to_owned());
-    Some(ReplacePlan {
-        scopes: vec![Scope::Id(intent.id.clone())],
-        expected: vec![intent_raw.clone()],
-        puts: vec![encode(&intent)],
-        ..Default::default()
-    })
+    Some(crate::plan::rewrite(&intent, intent_raw))
 }
 
 /// The create row an intent waits for: its `successorOf`, followed past the earlier

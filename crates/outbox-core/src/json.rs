@@ -19,8 +19,12 @@ pub fn unexpected(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("boolean `{b}`"),
-        Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
-        Value::Number(n) => format!("integer `{n}`"),
+        // The digits through serde_json's writer of a `Value`, which the module holds anyway,
+        // not the number's `Display` (issue 35): the same digits.
+        Value::Number(n) => {
+            let what = if n.is_f64() { "floating point" } else { "integer" };
+            format!("{what} `{}`", serde_json::to_string(v).unwrap_or_default())
+        }
         Value::String(s) => format!("string {}", quoted(s)),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
@@ -245,61 +249,46 @@ impl Outcome {
             }
             other => return Err(invalid_type(other, "internally tagged enum Outcome")),
         };
-        let rest = v;
-        match tag {
-            0 => {
-                let (mut receipt, mut replayed) = (Value::Null, false);
-                variant(
-                    rest,
-                    "struct variant Outcome::Success",
-                    &["receipt", "replayed"],
-                    &[true, true],
-                    &mut |i, f| {
-                        match i {
-                            0 => receipt = f.clone(),
-                            _ => replayed = boolean(f)?,
-                        }
-                        Ok(())
-                    },
-                )?;
-                Ok(Outcome::Success { receipt, replayed })
-            }
-            1 => {
-                let (mut code, mut retry_after_ms) = (None, None);
-                let names = ["code", "retryAfterMs"];
-                variant(rest, "struct variant Outcome::Transient", &names, &[true, true], &mut |i, f| {
-                    match i {
-                        0 => code = optional(f, string)?,
-                        _ => {
-                            retry_after_ms = optional(f, |f| {
-                                f.as_f64().map(retry_after_from_number).ok_or_else(|| invalid_type(f, "f64"))
-                            })?;
-                        }
+        // The fields of every variant are read by one closure, by tag and place: one reader
+        // in the wasm module, not one per variant (issue 35). `value` is a success's
+        // `receipt` or a conflict's `actualRevision`.
+        let (mut value, mut replayed, mut code, mut retry_after_ms) = (None, false, None, None);
+        if let Some((expecting, names, defaulted)) = OUTCOME_FIELDS[tag] {
+            variant(v, expecting, names, defaulted, &mut |i, f| {
+                match (tag, i) {
+                    (0, 1) => replayed = boolean(f)?,
+                    (1, 0) => code = optional(f, string)?,
+                    (1, _) => {
+                        retry_after_ms = optional(f, |f| {
+                            f.as_f64().map(retry_after_from_number).ok_or_else(|| invalid_type(f, "f64"))
+                        })?;
                     }
-                    Ok(())
-                })?;
-                Ok(Outcome::Transient { code, retry_after_ms })
-            }
-            2 => Ok(Outcome::Auth),
-            3 => {
-                let mut code = None;
-                variant(rest, "struct variant Outcome::Permanent", &["code"], &[false], &mut |_, f| {
-                    code = Some(string(f)?);
-                    Ok(())
-                })?;
-                Ok(Outcome::Permanent { code: code.ok_or_else(|| missing("code"))? })
-            }
-            _ => {
-                let mut actual = None;
-                variant(rest, "struct variant Outcome::Conflict", &["actualRevision"], &[false], &mut |_, f| {
-                    actual = Some(f.clone());
-                    Ok(())
-                })?;
-                Ok(Outcome::Conflict { actual_revision: actual.ok_or_else(|| missing("actualRevision"))? })
-            }
+                    (3, _) => code = Some(string(f)?),
+                    _ => value = Some(f.clone()),
+                }
+                Ok(())
+            })?;
         }
+        Ok(match tag {
+            0 => Outcome::Success { receipt: value.unwrap_or_default(), replayed },
+            1 => Outcome::Transient { code, retry_after_ms },
+            2 => Outcome::Auth,
+            3 => Outcome::Permanent { code: code.ok_or_else(|| missing("code"))? },
+            _ => Outcome::Conflict { actual_revision: value.ok_or_else(|| missing("actualRevision"))? },
+        })
     }
 }
+
+/// Each variant's fields, by tag (the order of [`OUTCOME_TYPES`]): serde's name of the
+/// variant, the fields' names, and whether each may be absent. `auth` has none.
+type VariantFields = Option<(&'static str, &'static [&'static str], &'static [bool])>;
+const OUTCOME_FIELDS: [VariantFields; 5] = [
+    Some(("struct variant Outcome::Success", &["receipt", "replayed"], &[true, true])),
+    Some(("struct variant Outcome::Transient", &["code", "retryAfterMs"], &[true, true])),
+    None,
+    Some(("struct variant Outcome::Permanent", &["code"], &[false])),
+    Some(("struct variant Outcome::Conflict", &["actualRevision"], &[false])),
+];
 
 /// The fields of a struct variant after its tag.
 fn variant(

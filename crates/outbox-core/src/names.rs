@@ -77,6 +77,12 @@ impl Numbered {
     }
 }
 
+/// Sorts `(key, place)` pairs stably by key: the one copy of the sort's closure for every
+/// list sorted by a string key (issue 35).
+pub(crate) fn sort_by_key(pairs: &mut [(&str, usize)]) {
+    crate::sort::stable_by(pairs, |a, b| a.0.cmp(b.0));
+}
+
 /// The place of each key in a list, built once: `(key, place)` sorted by key.
 #[derive(Clone, Debug, Default)]
 pub struct Lookup<'a> {
@@ -98,7 +104,7 @@ impl<'a> Lookup<'a> {
     /// Not generic: one sort in the module, whatever iterator [`Lookup::new`] was given.
     fn sorted(mut by_key: Vec<(&'a str, usize)>) -> Lookup<'a> {
         // Stable: of two items with one key, the later stays later.
-        crate::sort::stable_by(&mut by_key, |a, b| a.0.cmp(b.0));
+        sort_by_key(&mut by_key);
         Lookup { by_key }
     }
 

@@ -1,6 +1,8 @@
 //! Plans as data: what the one write primitive, replace (SPEC §4), is asked to do.
 
+use crate::codec::encode;
 use crate::record_write::{Reconcile, RecordWrite};
+use crate::row::Row;
 pub use crate::scope::{key_string, Scope};
 use serde_json::Value;
 
@@ -38,23 +40,48 @@ pub fn matches_expected(expected: &[Value], current: &[Value]) -> bool {
     if expected.len() != current.len() {
         return false;
     }
-    let (a, b) = (by_key(expected), by_key(current));
+    let (ka, kb) = (keys(expected), keys(current));
+    let (a, b) = (by_key(&ka), by_key(&kb));
     for i in 0..a.len() {
-        if a[i].1 != b[i].1 {
+        if expected[a[i].1] != current[b[i].1] {
             return false;
         }
     }
     true
 }
 
-/// `rows` sorted stably by key, each key built once (not once per comparison).
-fn by_key(rows: &[Value]) -> Vec<(String, &Value)> {
-    let mut k: Vec<(String, &Value)> = Vec::with_capacity(rows.len());
+/// The key of each row, built once (not once per comparison).
+fn keys(rows: &[Value]) -> Vec<String> {
+    let mut k = Vec::with_capacity(rows.len());
     for v in rows {
-        k.push((key_string(v), v));
+        k.push(key_string(v));
     }
-    crate::sort::stable_by(&mut k, |x, y| x.0.cmp(&y.0));
     k
+}
+
+/// `(key, place)` of each key, sorted stably by key: through the sort [`Lookup`] uses, not
+/// one more copy of the sort's closure (issue 35).
+///
+/// [`Lookup`]: crate::names::Lookup
+fn by_key(keys: &[String]) -> Vec<(&str, usize)> {
+    let mut k = Vec::with_capacity(keys.len());
+    for (at, key) in keys.iter().enumerate() {
+        k.push((key.as_str(), at));
+    }
+    crate::names::sort_by_key(&mut k);
+    k
+}
+
+/// The replace that rewrites one stored row, `raw` as read, as `row` (same id): its id's
+/// scope, the row as read, its new encoding. One function for the planners that rewrite a
+/// row alone (an ACK's failure, an intent's quarantine), not one copy each (issue 35).
+pub fn rewrite(row: &Row, raw: &Value) -> ReplacePlan {
+    ReplacePlan {
+        scopes: vec![Scope::Id(row.id.clone())],
+        expected: vec![raw.clone()],
+        puts: vec![encode(row)],
+        ..Default::default()
+    }
 }
 
 /// The distinct rows of `all` that fall in any of `scopes`.

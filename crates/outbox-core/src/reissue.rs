@@ -1,7 +1,9 @@
 //! Re-issuing a row under a new operation id (SPEC §7 re-issue, §9 conflict successor):
 //! the old id had no effect the new request may reuse, so the gate must see a new key.
 
+use crate::accounts::in_scope_copied;
 use crate::codec::{decode, encode, refingerprint};
+use crate::plan::{ReplacePlan, Scope};
 use crate::row::{Row, RowState};
 use serde_json::Value;
 
@@ -25,6 +27,25 @@ pub fn reissued(row: &Row, new_id: &str) -> Row {
     r.next_attempt_at = None;
     refingerprint(&mut r);
     r
+}
+
+/// One replace: remove `row`, write `successor` (its re-issue, [`reissued`]), re-point the
+/// rows of its scope that waited for it. `scope_rows` are the rows read (`row` among them);
+/// only `row`'s own `(owner, target)` scope is compared and changed (§11). A conflict's
+/// successor (§9) and `retryBlocked` (§10) are both this: one copy of it in the wasm module
+/// (issue 35).
+pub fn reissue_plan(row: &Row, scope_rows: &[Value], successor: &Row) -> ReplacePlan {
+    let scope = row.scope();
+    let expected: Vec<Value> = in_scope_copied(&scope, scope_rows);
+    let mut puts = repoint(&expected, &row.id, &successor.id, &[&row.id]);
+    puts.push(encode(successor));
+    ReplacePlan {
+        scopes: vec![Scope::Id(row.id.clone()), scope],
+        expected,
+        deletes: vec![row.id.clone()],
+        puts,
+        ..Default::default()
+    }
 }
 
 /// Puts that re-point every row of `scope_rows` whose `successorOf` is `old_id` to `new_id`.

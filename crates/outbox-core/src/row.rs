@@ -236,6 +236,14 @@ pub fn chain_order<T>(mut items: Vec<T>, row: impl Fn(&T) -> &Row) -> Vec<T> {
     ordered
 }
 
+/// [`chain_order`] of rows themselves: one copy in the module for the planners that order
+/// rows alone (each generic copy, its sort's closure with it, is inlined whole where it is
+/// called, issue 35).
+#[must_use]
+pub fn chain_order_rows(rows: Vec<Row>) -> Vec<Row> {
+    chain_order(rows, |r| r)
+}
+
 /// The send order of a stored value, decodable or not: its `savedAt` (unreadable first)
 /// then its `id` (a non-string id by its canonical JSON). Agrees with [`send_order`] on
 /// decodable rows.

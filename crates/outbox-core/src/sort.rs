@@ -6,8 +6,31 @@ use std::cmp::Ordering;
 
 /// Sorts `items` stably by `cmp`.
 pub fn stable_by<T>(items: &mut [T], cmp: impl Fn(&T, &T) -> Ordering) {
-    let order = indices(items.len(), &|a, b| cmp(&items[a], &items[b]));
-    permute(&order, &mut |a, b| items.swap(a, b));
+    // One closure per element type does both steps, not one to compare and one to swap:
+    // each closure is a function and a vtable of its own in the wasm module (issue 35).
+    sort(items.len(), &mut |step, a, b| match step {
+        Step::Compare => cmp(&items[a], &items[b]),
+        Step::Swap => {
+            items.swap(a, b);
+            Ordering::Equal
+        }
+    });
+}
+
+/// What [`sort`] asks of the items at two indices.
+enum Step {
+    /// Their order.
+    Compare,
+    /// Swap them (the answer is not read).
+    Swap,
+}
+
+/// Sorts the `n` items `at` reaches: their order by merge sort, then the items moved there.
+fn sort(n: usize, at: &mut dyn FnMut(Step, usize, usize) -> Ordering) {
+    let order = indices(n, &mut |a, b| at(Step::Compare, a, b));
+    permute(&order, &mut |a, b| {
+        at(Step::Swap, a, b);
+    });
 }
 
 /// Sorts `items` stably by the key `key` gives.
@@ -20,8 +43,12 @@ pub fn stable_by_key<T, K: Ord>(items: &mut [T], key: impl Fn(&T) -> K) {
 /// Written out rather than the standard library's `sort_by`, whose driftsort is several
 /// KB of wasm for this one instance (issue 12).
 #[inline(never)]
-fn indices(n: usize, cmp: &dyn Fn(usize, usize) -> Ordering) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
+fn indices(n: usize, cmp: &mut dyn FnMut(usize, usize) -> Ordering) -> Vec<usize> {
+    // Pushed, not collected from `0..n`: no `FromIterator` copy of its own (issue 35).
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for i in 0..n {
+        order.push(i);
+    }
     let mut merged = vec![0; n];
     let mut width = 1;
     while width < n {

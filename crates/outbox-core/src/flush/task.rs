@@ -125,24 +125,16 @@ impl Task {
             Task::Sending { row, .. } => Some(Request::Send { token, op: SendOp::of(row) }),
             Task::Answer(a) => write(ack_scopes(&a.row)),
             Task::Convert { answer, intent, action, .. } => match action {
-                IntentAction::Ask if opts.has_prepare => Some(Request::Prepare {
-                    token,
-                    intent: intent.clone(),
-                    predecessor: Some(answer.row.clone()),
-                    receipt: receipt_of(&answer.outcome),
-                }),
+                IntentAction::Ask if opts.has_prepare => {
+                    prepare(token, intent, Some(&answer.row), receipt_of(&answer.outcome))
+                }
                 _ => write(intent_scopes(intent, Some(&answer.row.id), action)),
             },
             Task::Orphan { intent, create, step, .. } => match step {
                 OrphanStep::Find => {
                     Some(Request::FindReceipt { token, owner: intent.owner.clone(), operation_id: create.clone() })
                 }
-                OrphanStep::Prepare(receipt) => Some(Request::Prepare {
-                    token,
-                    intent: intent.clone(),
-                    predecessor: None,
-                    receipt: receipt.clone(),
-                }),
+                OrphanStep::Prepare(receipt) => prepare(token, intent, None, receipt.clone()),
                 OrphanStep::Write(action) => write(intent_scopes(intent, None, action)),
             },
         }
@@ -162,10 +154,12 @@ impl Task {
             Task::Answer(a) => {
                 let new_id = if matches!(a.outcome, Outcome::Conflict { .. }) { draws.new_id() } else { String::new() };
                 let ad = AckDraws { random: draws.unit(), new_id };
-                let decision =
+                let mut decision =
                     plan_ack(&opts.owner, &a.row.id, current, &a.ticket, &a.outcome, now, &opts.backoff, &ad);
-                let plan = match &decision {
-                    AckDecision::Apply { plan, .. } => Some(plan.clone()),
+                // The plan is moved out, not cloned: what `answered` reads of the decision
+                // later is its successor (issue 35: no clone of a plan's rows).
+                let plan = match &mut decision {
+                    AckDecision::Apply { plan, .. } => Some(std::mem::take(plan)),
                     _ => None,
                 };
                 a.decided = Some(decision);
@@ -293,6 +287,12 @@ impl Task {
         };
         Wait::On(Task::Orphan { intent, raw, create, step })
     }
+}
+
+/// The port call that prepares `intent`'s real request: one copy for a converting answer
+/// and an orphan (issue 35).
+fn prepare(token: Token, intent: &Row, predecessor: Option<&Row>, receipt: Value) -> Option<Request> {
+    Some(Request::Prepare { token, intent: intent.clone(), predecessor: predecessor.cloned(), receipt })
 }
 
 fn next_intent(answer: Answer, mut rest: VecDeque<(Row, Value)>) -> Wait {
