@@ -188,7 +188,7 @@ fn block(row: &mut Row, code: &str, now: Millis) {
 fn set_error(row: &mut Row, code: Option<String>) {
     if let Some(ev) = row.evidence.as_mut() {
         ev.last_error_code = code;
-        ev.extra.shift_remove("lastErrorCode"); // a stored code of a shape not read as one
+        crate::names::remove_in_order(&mut ev.extra, "lastErrorCode"); // a stored code of a shape not read as one
     }
 }
 

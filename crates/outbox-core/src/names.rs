@@ -37,6 +37,27 @@ impl Names {
     }
 }
 
+/// Keeps the entries of `map` for which `keep` is true, in their order. `keep` is a `dyn`:
+/// the map's retain is generic over its closure, and each copy is about 1 KB of wasm
+/// (issue 35).
+pub fn retain_entries(map: &mut Map<String, Value>, keep: &mut dyn FnMut(&str, &mut Value) -> bool) {
+    map.retain(|k, v| keep(k, v));
+}
+
+/// Removes `key` from `map` and gives its value; the other entries keep their order (a
+/// stored row's unknown fields stay as stored, §3 rule 2). Through [`retain_entries`]: one
+/// ordered removal in the module, not IndexMap's `shift_remove` beside its retain (issue 35).
+pub fn remove_in_order(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
+    let mut removed = None;
+    retain_entries(map, &mut |k, v| {
+        if k == key {
+            removed = Some(v.take());
+        }
+        k != key
+    });
+    removed
+}
+
 /// A map from strings to numbers.
 #[derive(Clone, Debug, Default)]
 pub struct Numbered(Map<String, Value>);
@@ -61,7 +82,7 @@ impl Numbered {
     /// Keeps the names for which `keep(name, number)` is true, removes the others. `keep`
     /// is a `dyn`: one copy of the map's retain in the module, whoever calls (issue 35).
     pub fn retain(&mut self, keep: &mut dyn FnMut(&str, u64) -> bool) {
-        self.0.retain(|name, n| keep(name, n.as_u64().unwrap_or_default()));
+        retain_entries(&mut self.0, &mut |name, n| keep(name, n.as_u64().unwrap_or_default()));
     }
 
     /// How many names have a number.

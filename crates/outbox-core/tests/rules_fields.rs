@@ -263,3 +263,18 @@ fn s7_a_blocked_create_reissued_by_a_merge_takes_later_edits_as_never_attempted(
         assert!(store.get("c2").unwrap().get(k).is_none(), "`{k}` left on the re-issued create");
     }
 }
+
+#[test]
+fn s3_an_error_code_of_a_shape_not_read_is_cleared_and_the_evidences_unknown_fields_keep_their_order() {
+    // §3 rule 2: unknown fields survive as stored, their order too. A `lastErrorCode` this
+    // version cannot read sits among them; the answer clears it without moving the others.
+    let raw = sending(json!({"evidence": {
+        "attemptCount": 2, "lastAttemptAt": NOW.0 - 100,
+        "zeta": 1, "lastErrorCode": 500, "alpha": 2, "mid": 3
+    }}));
+    let put = applied_put(&raw, &Outcome::Transient { code: None, retry_after_ms: None });
+    let ev = &put["evidence"];
+    let unknown: Vec<&str> =
+        keys(ev).into_iter().filter(|k| ["zeta", "alpha", "mid", "lastErrorCode"].contains(k)).collect();
+    assert_eq!(unknown, ["zeta", "alpha", "mid"], "{ev}");
+}

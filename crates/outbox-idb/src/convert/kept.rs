@@ -115,7 +115,7 @@ fn quarantine(json: &mut Value, bad: &Kept) {
     let mut why = Map::new();
     why.insert("path".into(), Value::String(path_string(&bad.path)));
     why.insert("is".into(), Value::String(bad.what.clone()));
-    if let Some(body) = map.shift_remove("body") {
+    if let Some(body) = outbox_core::names::remove_in_order(map, "body") {
         why.insert("body".into(), body);
     }
     map.insert(UNSENDABLE_KEY.into(), Value::Object(why));
