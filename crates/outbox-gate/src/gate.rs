@@ -252,12 +252,28 @@ impl<DB: Engine> Gate<DB> {
     /// statement holds the database's one write lock, and one `DELETE` of every expired row
     /// kept the requests waiting for it (500,000 rows: 7.6 s, 7 % of writes answered `503`).
     ///
+    /// A batch refused for a passing reason (the lock timeout ran out while requests held
+    /// the write lock, a busy database) is tried again after a longer pause, up to
+    /// [`PURGE_RETRIES`] times in a row: the purge yields to the requests, never the other
+    /// way round, and a busy hour does not leave the ledger unpurged until the next run.
+    ///
     /// # Errors
-    /// The database failed (what earlier batches removed stays removed).
+    /// The database failed, or stayed busy through every retry (what earlier batches
+    /// removed stays removed).
     pub async fn purge(&self, now_ms: i64) -> Result<Purged, sqlx::Error> {
         let mut total = Purged::default();
+        let mut refused = 0;
         loop {
-            let batch = DB::purge(&self.pool, now_ms, PURGE_BATCH).await?;
+            let batch = match DB::purge(&self.pool, now_ms, PURGE_BATCH).await {
+                Ok(batch) => batch,
+                Err(e) if DB::is_transient(&e) && refused < PURGE_RETRIES => {
+                    refused += 1;
+                    tokio::time::sleep(PURGE_PAUSE * refused).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            refused = 0;
             total.completed += batch.completed;
             total.orphaned += batch.orphaned;
             let full = |n: u64| n >= PURGE_BATCH.unsigned_abs();
@@ -274,6 +290,10 @@ pub const PURGE_BATCH: i64 = 500;
 
 /// The pause between two purge batches, in which waiting writers get the lock.
 pub const PURGE_PAUSE: Duration = Duration::from_millis(20);
+
+/// How many times in a row a purge batch refused for a passing reason is tried again, the
+/// `n`th after `n` × [`PURGE_PAUSE`].
+pub const PURGE_RETRIES: u32 = 10;
 
 /// How a handler's run ended.
 enum Attempt {
