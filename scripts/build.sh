@@ -21,8 +21,7 @@ echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
 # opt-level ("s") instead of the prebuilt std's speed-tuned code (an A/B of 2026-12-06 found
 # no flush or enqueue slower for it). `-Z build-std` is unstable:
 # RUSTC_BOOTSTRAP=1 allows it on this stable toolchain, for this one command (the tests'
-# and the gate's builds use the prebuilt std). The panic strategy stays `abort` with the
-# hook and its messages (src/panic.rs): `panic_immediate_abort` would remove the hook.
+# and the gate's builds use the prebuilt std).
 # RUSTC_BOOTSTRAP also makes rustc mangle symbols as nightly does (v0), which names the
 # closure shims wasm-bindgen exports after their whole types (+0.1 KB gzip of export
 # names): the stable toolchain's legacy mangling is asked for instead.
@@ -36,14 +35,27 @@ echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
 # message the library gives is written with `Debug`: serde's "string \"…\"" wording is
 # quoted by hand (outbox_core::json::quoted); only a panic of an `unwrap` or `expect` on
 # an error loses the error's `Debug` text, its message stays.
-size_flags="-Zlocation-detail=none -Zfmt-debug=none"
+# And panics as traps, `-C panic=immediate-abort` (issue 35: −3.6 KB gzip: std's panic
+# machinery and every panic site's arguments and messages): a panic executes `unreachable`.
+# No panic hook runs; the glue's guard around every call into the module
+# (scripts/guard-traps.mjs) reports the trap to the module, which cleans up as the hook did
+# (crates/outbox-idb/src/panic.rs). The message then names the trap and the module's
+# function and offset where it happened, not the panic's text. It needs std built with it:
+# the prebuilt std's build keeps the hook.
+size_flags="-Zlocation-detail=none -Zfmt-debug=none -Cpanic=immediate-abort"
 std_args=(-- -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size)
-[ "${OUTBOX_PREBUILT_STD:-0}" = 1 ] && std_args=()
+if [ "${OUTBOX_PREBUILT_STD:-0}" = 1 ]; then
+  std_args=()
+  size_flags="-Zlocation-detail=none -Zfmt-debug=none"
+fi
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="${RUSTFLAGS:-} $size_flags -Zunstable-options -Csymbol-mangling-version=legacy" wasm-pack build crates/outbox-idb --release --target web --mode no-install --out-dir ../../pkg \
   --out-name outbox_idb "${std_args[@]}"
 # The crate's own JS (the value walk, crates/outbox-idb/src/convert/walk.js) goes into the
 # glue: no pkg/snippets/<hash>/ directory to ship.
 node scripts/inline-snippets.mjs
+# Every call into the module guarded: a trap (a panic) is reported to the module, which
+# cleans up after it (crates/outbox-idb/src/panic.rs).
+node scripts/guard-traps.mjs
 # pkg/ is the package root: its manifest, README (written for people who installed the
 # package), entry point and license texts come from npm/ and the repository root, not from
 # wasm-pack, whose generated copies are replaced.

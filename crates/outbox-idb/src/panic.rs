@@ -1,7 +1,11 @@
 //! What a panic leaves behind. A panic is a bug, never an answer to bad input (that is a
-//! coded error). The module is built with `panic = "abort"`: the panicking code traps, no
-//! destructor runs, and the future being polled is never polled again. So the hook
-//! installed here does, at the panic, what unwinding would have done:
+//! coded error). The package's module is built with panics as traps
+//! (`-Cpanic=immediate-abort`, scripts/build.sh: −3.6 KB gzip): the panicking code executes
+//! `unreachable`, no destructor runs, no hook, and the future being polled is never polled
+//! again. The trap reaches JavaScript as a `WebAssembly.RuntimeError` thrown out of the
+//! call into the module; the package's glue catches it at every call into the module
+//! (`scripts/guard-traps.mjs`) and calls [`trapped`], which does what unwinding would have
+//! done:
 //!
 //! - it aborts every readwrite transaction whose writes are not all issued
 //!   ([`crate::idb::transaction::Armed`]); IndexedDB would otherwise commit the half that
@@ -9,13 +13,18 @@
 //! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
 //!   which would otherwise never settle;
 //! - it releases the turns of flushes (`turn.rs`), which no dropped future will;
-//! - it writes the message to `console.error`.
+//! - it writes the message to `console.error`: the trap's text and the module's function
+//!   and offset where it happened (a build with names, `OUTBOX_KEEP_NAMES=1`, names them).
+//!
+//! A build with panic messages (the tests', or `OUTBOX_PREBUILT_STD=1`) installs a panic
+//! hook instead ([`install`]), which calls [`trapped`] with the panic's message before the
+//! trap.
 //!
 //! The instance goes on: other calls, old handles and new `Outbox.open`s keep working
-//! (`tests/panic.rs`). wasm-bindgen's `schedule_reinit` would give a fresh instance
-//! instead, but the glue of 0.2.130 checks a handle's instance before the reinit runs, so
-//! the first call on an app's existing `Outbox` would run with a dangling pointer in the
-//! fresh instance.
+//! (`tests/panic.rs`, `tests/e2e/trap.spec.ts`). wasm-bindgen's `schedule_reinit` would
+//! give a fresh instance instead, but the glue of 0.2.130 checks a handle's instance before
+//! the reinit runs, so the first call on an app's existing `Outbox` would run with a
+//! dangling pointer in the fresh instance.
 
 use crate::error::OutboxError;
 use js_sys::{Function, Promise};
@@ -32,22 +41,39 @@ thread_local! {
     static POLLED: Cell<Option<Rc<Function>>> = const { Cell::new(None) };
 }
 
+/// What a panic or a trap leaves behind is cleaned up, and `message` reported (see the
+/// module's text). Called by the glue's guard on a trap, and by the panic hook of builds
+/// that have one.
+pub fn trapped(message: &str) {
+    crate::idb::transaction::abort_armed();
+    crate::turn::release_all();
+    if let Some(reject) = POLLED.with(Cell::take) {
+        let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.to_owned()).into());
+    }
+    let _ = crate::js::console_error_text(message);
+}
+
+/// The glue's guard (`scripts/guard-traps.mjs`) reports a trap here. Not part of the API.
+#[wasm_bindgen(js_name = "__outboxTrapped", skip_typescript)]
+pub fn trapped_js(message: &str) {
+    trapped(message);
+}
+
 /// Installs the hook, in place of any other (once per instance, at start; again in a test,
-/// in place of the test harness's). After a panic the instance counts as panicking for
-/// good, which `set_hook` refuses: the hook already there stays.
+/// in place of the test harness's), in a build whose panics have messages. After a panic
+/// the instance counts as panicking for good, which `set_hook` refuses: the hook already
+/// there stays.
+#[cfg(not(panic = "immediate-abort"))]
 pub fn install() {
     if std::thread::panicking() {
         return;
     }
     std::panic::set_hook(Box::new(move |info| {
-        // The package's module is built without panic locations (`-Z location-detail=none`,
-        // scripts/build.sh: −2.7 KB gzip), where a location reads `<redacted>:0:0`: the
-        // message stands alone there; the tests' builds name the place too.
+        // A module built without panic locations (`-Z location-detail=none`) reads
+        // `<redacted>:0:0`: the message stands alone there; the tests' builds name the place.
         let what = info.payload_as_str().unwrap_or("a panic");
         let mut message = format!("outbox-idb: internal error, please report it: {what}");
         if let Some(at) = info.location().filter(|at| at.line() != 0) {
-            // Pieced together, not formatted: one message format instead of two, and no
-            // formatting of a location here (issue 35).
             message.push_str(" (at ");
             message.push_str(at.file());
             for n in [at.line(), at.column()] {
@@ -56,12 +82,7 @@ pub fn install() {
             }
             message.push(')');
         }
-        crate::idb::transaction::abort_armed();
-        crate::turn::release_all();
-        if let Some(reject) = POLLED.with(Cell::take) {
-            let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.clone()).into());
-        }
-        let _ = crate::js::console_error_text(&message);
+        trapped(&message);
     }));
 }
 

@@ -190,7 +190,9 @@ pub fn is_row_in_flight_js(
     })
 }
 
-/// Runs when the module is instantiated: what a panic leaves behind is in [`crate::panic`].
+/// Runs when the module is instantiated, in a build whose panics have messages: what a
+/// panic leaves behind is in [`crate::panic`].
+#[cfg(not(panic = "immediate-abort"))]
 #[wasm_bindgen(start, private)]
 fn report_panics() {
     crate::panic::install();

@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// The package's module is built with panics as traps (`-Cpanic=immediate-abort`,
+// scripts/build.sh; issue 35: −3.6 KB gzip): a panic executes `unreachable`, with no hook
+// to clean up after it. The trap reaches JavaScript as a `WebAssembly.RuntimeError`
+// thrown out of the call into the module that met it. This puts a guard around every call
+// into the module (the glue reaches the module only through `wasm.<export>`): on a trap it
+// reports it to the module (`__outboxTrapped`, crates/outbox-idb/src/panic.rs), which
+// aborts the transactions whose writes are not all issued, rejects the API call being
+// polled with `INTERNAL`, releases the flushes' turns and writes the message to the
+// console, and then rethrows. Run by scripts/build.sh after inline-snippets.mjs; fails,
+// changing nothing, on a glue it cannot match.
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const glueFile = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb.js");
+
+function fail(why) {
+  console.error(`guard-traps: ${why} (wasm-bindgen changed its output?)`);
+  process.exit(1);
+}
+
+const glue = readFileSync(glueFile, "utf8");
+const init = "\n    wasm = instance.exports;\n";
+if (glue.split(init).length !== 2) fail("no single `wasm = instance.exports;` in __wbg_finalize_init");
+if (!/^export function __outboxTrapped\(message\) \{$/m.test(glue)) fail("no `export function __outboxTrapped(message)`");
+if (glue.includes("function guardTraps(")) fail("the glue is guarded already");
+
+const guard = `
+// A trap in the module (a panic: the package is built with panics as traps) throws a
+// WebAssembly.RuntimeError out of the call that met it. Every call into the module goes
+// through these wrappers, which report the trap to the module before rethrowing it: the
+// module then does what unwinding would have done (crates/outbox-idb/src/panic.rs). A trap
+// seen by several nested calls is reported once; one met while reporting, not at all.
+let trapSeen = null;
+let trapReporting = false;
+function guardTraps(exports) {
+    const guarded = {};
+    for (const name of Object.keys(exports)) {
+        const f = exports[name];
+        guarded[name] = typeof f !== 'function' ? f : (...args) => {
+            try {
+                return f(...args);
+            } catch (e) {
+                if (e instanceof WebAssembly.RuntimeError && e !== trapSeen && !trapReporting) {
+                    trapSeen = e;
+                    trapReporting = true;
+                    try {
+                        __outboxTrapped(trapMessage(e));
+                    } catch (_) {
+                        // The report itself failed: the trap is rethrown as it is.
+                    } finally {
+                        trapReporting = false;
+                    }
+                }
+                throw e;
+            }
+        };
+    }
+    return guarded;
+}
+function trapMessage(e) {
+    const at = /wasm-function\\[\\d+\\]:0x[0-9a-f]+/.exec(String(e.stack));
+    return 'outbox-idb: internal error, please report it: ' + e.message + (at ? ' (at ' + at[0] + ')' : '');
+}
+`;
+
+writeFileSync(glueFile, glue.replace(init, "\n    wasm = guardTraps(instance.exports);\n") + guard);
+console.log("[build] every call into the module guarded against traps");

@@ -1,0 +1,89 @@
+// Issue 35: the package's module is built with panics as traps (`-Cpanic=immediate-abort`),
+// and the glue's guard around every call into the module (scripts/guard-traps.mjs) reports
+// a trap to the module, which does what the panic hook did (crates/outbox-idb/src/panic.rs):
+// the transaction being written is aborted, the call being polled rejects with INTERNAL,
+// the message goes to the console, and the instance goes on. A trap is made here as a bug
+// would make one: a call into the module through a handle whose pointer is out of the
+// module's memory, met in the middle of an enqueue's replace (from inside its first put).
+import { test, expect } from "@playwright/test";
+import { uid } from "./helpers";
+import { packagePage } from "./configured";
+
+test("a trap mid-replace rejects the call with INTERNAL, writes nothing, and the instance goes on", async ({ context }) => {
+  const page = await packagePage(context);
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  const result = await page.evaluate(async (db) => {
+    const { Outbox } = window.pkg;
+    const glue = await import("/pkg/outbox_idb.js" as string);
+    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+    // A handle of the module's class whose pointer lies beyond its memory: any call through
+    // it traps (an out-of-bounds load), as a panic does in this build.
+    const broken = Object.create(glue.Outbox.prototype);
+    broken.__wbg_ptr = 0xffffff00;
+    const put = IDBObjectStore.prototype.put;
+    let trapNext = false;
+    let trapped: unknown = null;
+    IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: unknown[]) {
+      const request = put.apply(this, args as [unknown]);
+      if (trapNext) {
+        trapNext = false;
+        try {
+          broken.close();
+        } catch (e) {
+          trapped = e;
+          throw e;
+        }
+      }
+      return request;
+    };
+    trapNext = true;
+    const first = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
+      () => ({ code: "none", message: "" }),
+      (e: any) => ({ code: e.code, message: String(e.message) }),
+    );
+    IDBObjectStore.prototype.put = put;
+    const afterTrap = (await outbox.rows("o")).length;
+    // The instance goes on: the same handle enqueues, and a new one opens and reads it.
+    await outbox.enqueue({ owner: "o", kind: "create", body: { n: 2 } });
+    const again = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+    const bodies = (await again.rows("o")).map((r: any) => r.body.n);
+    outbox.close();
+    again.close();
+    return { first, afterTrap, bodies, trapKind: (trapped as Error)?.constructor?.name };
+  }, `db-${uid()}`);
+  expect(result.trapKind).toBe("RuntimeError");
+  expect(result.first.code).toBe("INTERNAL");
+  expect(result.first.message).toMatch(/^outbox-idb: internal error, please report it: .+ \(at wasm-function\[\d+\]:0x[0-9a-f]+\)$/);
+  expect(result.afterTrap).toBe(0);
+  expect(result.bodies).toEqual([2]);
+  expect(errors.some((e) => e.startsWith("outbox-idb: internal error, please report it: "))).toBe(true);
+});
+
+test("a trap outside any call is reported once and rethrown as it is", async ({ context }) => {
+  const page = await packagePage(context);
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  const result = await page.evaluate(async (db) => {
+    const { Outbox } = window.pkg;
+    const glue = await import("/pkg/outbox_idb.js" as string);
+    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+    const broken = Object.create(glue.Outbox.prototype);
+    broken.__wbg_ptr = 0xffffff00;
+    let thrown = "";
+    try {
+      broken.close();
+    } catch (e) {
+      thrown = (e as Error).constructor.name;
+    }
+    const row = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } });
+    outbox.close();
+    return { thrown, id: typeof row.id };
+  }, `db-${uid()}`);
+  expect(result).toEqual({ thrown: "RuntimeError", id: "string" });
+  expect(errors.filter((e) => e.includes("internal error"))).toHaveLength(1);
+});
