@@ -277,4 +277,5 @@ fn s3_an_error_code_of_a_shape_not_read_is_cleared_and_the_evidences_unknown_fie
     let unknown: Vec<&str> =
         keys(ev).into_iter().filter(|k| ["zeta", "alpha", "mid", "lastErrorCode"].contains(k)).collect();
     assert_eq!(unknown, ["zeta", "alpha", "mid"], "{ev}");
+    assert_eq!((&ev["zeta"], &ev["alpha"], &ev["mid"]), (&json!(1), &json!(2), &json!(3)), "their values too");
 }
