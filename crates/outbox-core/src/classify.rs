@@ -38,9 +38,16 @@ pub fn classify_http(status: u16, headers: &[(String, String)], body: &Value, no
         400 | 422 => permanent("INVALID"),
         404 => permanent("NOT_FOUND"),
         410 => permanent("GONE"),
-        400..=499 => permanent(&format!("HTTP_{status}")),
-        _ => transient(format!("HTTP_{status}")),
+        400..=499 => permanent(&http_code(status)),
+        _ => transient(http_code(status)),
     }
+}
+
+/// `HTTP_<status>`: the code of a status without one of its own.
+fn http_code(status: u16) -> String {
+    let mut code = String::from("HTTP_");
+    crate::text::push_decimal(&mut code, usize::from(status));
+    code
 }
 
 /// The first header called `name` (without case), trimmed. A function, not a closure: the

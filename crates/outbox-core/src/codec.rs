@@ -81,15 +81,24 @@ pub enum DecodeError {
     UnknownState(String),
 }
 
+impl DecodeError {
+    /// What is wrong, as `Display` writes it: pieced together, not formatted (no
+    /// `core::fmt` in the package's module, issue 35).
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            DecodeError::NotAnObject => "row is not an object".into(),
+            DecodeError::MissingField(k) => ["field `", k, "` is missing"].concat(),
+            DecodeError::WrongType(k) => ["field `", k, "` has the wrong type"].concat(),
+            DecodeError::UnknownKind(k) => ["unknown kind `", k, "`"].concat(),
+            DecodeError::UnknownState(s) => ["unknown state `", s, "`"].concat(),
+        }
+    }
+}
+
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::NotAnObject => write!(f, "row is not an object"),
-            DecodeError::MissingField(k) => write!(f, "field `{k}` is missing"),
-            DecodeError::WrongType(k) => write!(f, "field `{k}` has the wrong type"),
-            DecodeError::UnknownKind(k) => write!(f, "unknown kind `{k}`"),
-            DecodeError::UnknownState(s) => write!(f, "unknown state `{s}`"),
-        }
+        f.write_str(&self.message())
     }
 }
 

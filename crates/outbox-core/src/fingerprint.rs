@@ -4,7 +4,6 @@
 use crate::kind::Kind;
 use crate::sha256::{hex, sha256};
 use serde_json::Value;
-use std::fmt::Write;
 
 /// The fingerprint of one request.
 #[must_use]
@@ -120,15 +119,11 @@ pub fn canonical_json(value: &Value) -> String {
 /// either): one path, ECMAScript's form, which for an integer up to 2^53 is its digits. The
 /// exact form writes an integer serde_json read as one with its own digits.
 fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
-    if EXACT {
-        if let Some(i) = n.as_i64() {
-            let _ = write!(out, "{i}");
-            return;
-        }
-        if let Some(u) = n.as_u64() {
-            let _ = write!(out, "{u}");
-            return;
-        }
+    if EXACT && (n.is_i64() || n.is_u64()) {
+        // The integer's digits through serde_json's writer of a `Value`, which the module
+        // holds anyway, not its `Display` (issue 35): the same digits.
+        out.push_str(&serde_json::to_string(&Value::Number(n.clone())).unwrap_or_default());
+        return;
     }
     let f = n.as_f64().unwrap_or(0.0);
     if f == 0.0 {

@@ -58,21 +58,26 @@ pub enum InputError {
     BadMerge,
 }
 
+impl InputError {
+    /// What is wrong, as `Display` writes it: pieced together, not formatted (no
+    /// `core::fmt` in the package's module, issue 35).
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            InputError::NotAnObject => "operation must be an object".into(),
+            InputError::MissingOwner => "`owner` must be a non-empty string".into(),
+            InputError::UnknownKind(k) => ["`kind` must be create, update or delete, got ", k].concat(),
+            InputError::BadTarget(why) => ["`target` ", why].concat(),
+            InputError::MissingBody => "`body` is required for create and update (any JSON value but null)".into(),
+            InputError::BadRevision => "`revision` must be a number or a string (such as an ETag) when given".into(),
+            InputError::BadMerge => "`merge` must be a boolean when given".into(),
+        }
+    }
+}
+
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InputError::NotAnObject => write!(f, "operation must be an object"),
-            InputError::MissingOwner => write!(f, "`owner` must be a non-empty string"),
-            InputError::UnknownKind(k) => {
-                write!(f, "`kind` must be create, update or delete, got {k}")
-            }
-            InputError::BadTarget(why) => write!(f, "`target` {why}"),
-            InputError::MissingBody => write!(f, "`body` is required for create and update (any JSON value but null)"),
-            InputError::BadRevision => {
-                write!(f, "`revision` must be a number or a string (such as an ETag) when given")
-            }
-            InputError::BadMerge => write!(f, "`merge` must be a boolean when given"),
-        }
+        f.write_str(&self.message())
     }
 }
 
@@ -113,7 +118,7 @@ impl NewOperation {
         let owner = obj.get("owner").and_then(Value::as_str).ok_or(InputError::MissingOwner)?;
         check_owner(owner)?;
         let kind = match obj.get("kind") {
-            Some(Value::String(s)) => Kind::parse(s).ok_or_else(|| InputError::UnknownKind(format!("`{s}`")))?,
+            Some(Value::String(s)) => Kind::parse(s).ok_or_else(|| InputError::UnknownKind(["`", s, "`"].concat()))?,
             other => {
                 return Err(InputError::UnknownKind(
                     other.map_or("nothing".into(), |o| serde_json::to_string(o).unwrap_or_default()),
@@ -155,7 +160,7 @@ impl NewOperation {
 /// The target of `op` enqueued under `id`: its own, or `pending:<id>` for a create without one.
 #[must_use]
 pub fn target_of(op: &NewOperation, id: &str) -> String {
-    op.target.clone().unwrap_or_else(|| format!("{PENDING_PREFIX}{id}"))
+    op.target.clone().unwrap_or_else(|| [PENDING_PREFIX, id].concat())
 }
 
 /// What `prepareSuccessor` returns: the real request of an intent.

@@ -18,14 +18,14 @@ pub type Error = String;
 pub fn unexpected(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
-        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Bool(b) => ["boolean `", crate::text::boolean(*b), "`"].concat(),
         // The digits through serde_json's writer of a `Value`, which the module holds anyway,
         // not the number's `Display` (issue 35): the same digits.
         Value::Number(n) => {
             let what = if n.is_f64() { "floating point" } else { "integer" };
-            format!("{what} `{}`", serde_json::to_string(v).unwrap_or_default())
+            [what, " `", &serde_json::to_string(v).unwrap_or_default(), "`"].concat()
         }
-        Value::String(s) => format!("string {}", quoted(s)),
+        Value::String(s) => ["string ", &quoted(s)].concat(),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
     }
@@ -71,13 +71,13 @@ fn hex_digit(n: u32) -> char {
 /// "invalid type: …, expected {expected}".
 #[must_use]
 pub fn invalid_type(v: &Value, expected: &str) -> Error {
-    format!("invalid type: {}, expected {expected}", unexpected(v))
+    ["invalid type: ", &unexpected(v), ", expected ", expected].concat()
 }
 
 /// "missing field `{name}`".
 #[must_use]
 pub fn missing(name: &str) -> Error {
-    format!("missing field `{name}`")
+    ["missing field `", name, "`"].concat()
 }
 
 /// A string.
@@ -101,7 +101,7 @@ pub fn boolean(v: &Value) -> Result<bool, Error> {
 /// # Errors
 /// A float, a non-number, or an integer out of range.
 pub fn integer<T: TryFrom<i128>>(v: &Value, name: &str) -> Result<T, Error> {
-    T::try_from(any_integer(v, name)?).map_err(|_| format!("invalid value: {}, expected {name}", unexpected(v)))
+    T::try_from(any_integer(v, name)?).map_err(|_| ["invalid value: ", &unexpected(v), ", expected ", name].concat())
 }
 
 /// The integer of [`integer`] before its range is checked: one copy of the reading for
@@ -175,13 +175,23 @@ fn walk_fields(
                     None if may_lack => {}
                     None => {
                         let s = if names.len() == 1 { "" } else { "s" };
-                        let n = names.len();
-                        return Err(format!("invalid length {i}, expected {expecting} with {n} element{s}"));
+                        let mut e = String::from("invalid length ");
+                        crate::text::push_decimal(&mut e, i);
+                        e.push_str(", expected ");
+                        e.push_str(expecting);
+                        e.push_str(" with ");
+                        crate::text::push_decimal(&mut e, names.len());
+                        e.push_str(" element");
+                        e.push_str(s);
+                        return Err(e);
                     }
                 }
             }
             if items.len() > names.len() {
-                return Err(format!("invalid length {}, expected fewer elements in array", items.len()));
+                let mut e = String::from("invalid length ");
+                crate::text::push_decimal(&mut e, items.len());
+                e.push_str(", expected fewer elements in array");
+                return Err(e);
             }
             Ok(())
         }
@@ -209,9 +219,9 @@ fn one_of(names: &[&str]) -> String {
 
 fn unknown_field(k: &str, names: &[&str]) -> Error {
     if names.is_empty() {
-        format!("unknown field `{k}`, there are no fields")
+        ["unknown field `", k, "`, there are no fields"].concat()
     } else {
-        format!("unknown field `{k}`, expected {}", one_of(names))
+        ["unknown field `", k, "`, expected ", &one_of(names)].concat()
     }
 }
 
@@ -245,7 +255,7 @@ impl Outcome {
                 let item = map.get("type").ok_or_else(|| missing("type"))?;
                 let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
                 let known = OUTCOME_TYPES.iter().position(|t| *t == name);
-                known.ok_or_else(|| format!("unknown variant `{name}`, expected {}", one_of(OUTCOME_TYPES)))?
+                known.ok_or_else(|| ["unknown variant `", name, "`, expected ", &one_of(OUTCOME_TYPES)].concat())?
             }
             other => return Err(invalid_type(other, "internally tagged enum Outcome")),
         };

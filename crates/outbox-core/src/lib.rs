@@ -70,6 +70,7 @@ pub mod select;
 mod sha256;
 pub mod sort;
 pub mod tab;
+pub mod text;
 pub mod time;
 
 pub use codec::{decode, encode, DecodeError, Stored, Undecodable};

@@ -145,7 +145,10 @@ pub fn parse_writes(v: &Value, at: &str) -> Result<Vec<WriteInput>, WritesError>
     }
     let mut writes = Vec::with_capacity(list.len());
     for (i, w) in list.iter().enumerate() {
-        writes.push(parse_one(w, &format!("{at}[{i}]"))?);
+        let mut here = [at, "["].concat();
+        crate::text::push_decimal(&mut here, i);
+        here.push(']');
+        writes.push(parse_one(w, &here)?);
     }
     Ok(writes)
 }

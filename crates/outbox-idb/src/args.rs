@@ -45,11 +45,19 @@ pub fn items(v: &JsValue, max: u32) -> std::result::Result<Option<Vec<JsValue>>,
     }
     let len = Reflect::get(v, &"length".into()).map_err(unreadable)?.as_f64().unwrap_or(0.0);
     if len > f64::from(max) {
-        return Err(format!(" holds more than {max} items"));
+        let mut what = String::from(" holds more than ");
+        crate::js::push_decimal(&mut what, max as usize);
+        what.push_str(" items");
+        return Err(what);
     }
     let mut items = Vec::new();
     for i in 0..len as u32 {
-        items.push(Reflect::get_u32(v, i).map_err(|_| format!("[{i}] cannot be read"))?);
+        items.push(Reflect::get_u32(v, i).map_err(|_| {
+            let mut what = String::from("[");
+            crate::js::push_decimal(&mut what, i as usize);
+            what.push_str("] cannot be read");
+            what
+        })?);
     }
     Ok(Some(items))
 }
@@ -67,7 +75,7 @@ pub fn field(obj: &JsValue, key: &str) -> Result<JsValue> {
         return Ok(JsValue::UNDEFINED);
     }
     Reflect::get(obj, &key.into())
-        .map_err(|e| OutboxError::invalid(format!("`{key}` could not be read: {}", crate::error::detail(&e))))
+        .map_err(|e| OutboxError::invalid(["`", key, "` could not be read: ", &crate::error::detail(&e)].concat()))
 }
 
 /// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when

@@ -226,7 +226,7 @@ impl Outbox {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
             let ticket: Ticket = Ticket::from_json(&fields_from_js(&ticket, "ticket")?)
-                .map_err(|e| OutboxError::invalid(format!("`ticket` must be {{tabId, fence}}: {e}")))?;
+                .map_err(|e| OutboxError::invalid(["`ticket` must be {tabId, fence}: ", &e].concat()))?;
             let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;
             inner.counters.borrow_mut().record(&outcome);

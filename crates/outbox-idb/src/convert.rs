@@ -36,7 +36,7 @@ fn refused(r: Refusal) -> OutboxError {
     } else {
         "only JSON values are accepted"
     };
-    OutboxError::invalid(format!("`{}` {}; {tail}", r.path, r.problem))
+    OutboxError::invalid(["`", &r.path, "` ", &r.problem, "; ", tail].concat())
 }
 
 /// A value the app gave, as JSON; `root` names it in errors (`body` → "`body.at` is a
@@ -60,9 +60,9 @@ pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
 /// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
 pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
     walk::given_fields(v, root).map_err(|r| match r {
-        FieldsRefusal::Whole(problem) if root.is_empty() => OutboxError::invalid(format!("the value {problem}")),
-        FieldsRefusal::Whole(problem) => OutboxError::invalid(format!("`{root}` {problem}")),
-        FieldsRefusal::Unreadable(k) => OutboxError::invalid(format!("`{k}` cannot be read")),
+        FieldsRefusal::Whole(problem) if root.is_empty() => OutboxError::invalid(["the value ", &problem].concat()),
+        FieldsRefusal::Whole(problem) => OutboxError::invalid(["`", root, "` ", &problem].concat()),
+        FieldsRefusal::Unreadable(k) => OutboxError::invalid(["`", &k, "` cannot be read"].concat()),
         FieldsRefusal::Value(r) => refused(r),
     })
 }
@@ -101,7 +101,7 @@ pub fn row_to_js(row: &Value) -> JsValue {
 /// stored as a revision) or not an `Outcome`.
 pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
     Outcome::from_json(&fields_from_js(v, "outcome")?)
-        .map_err(|e| OutboxError::invalid(format!("`outcome` is not an Outcome: {e}")))
+        .map_err(|e| OutboxError::invalid(["`outcome` is not an Outcome: ", &e].concat()))
 }
 
 /// What `prepareSuccessor` returned: `{target, body, revision}`, all JSON.
@@ -110,13 +110,13 @@ pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
 /// `INVALID_ARGUMENT` when it is not JSON or lacks a `target`.
 pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
     Prepared::from_json(&fields_from_js(v, "")?)
-        .map_err(|e| OutboxError::invalid(format!("prepareSuccessor must return {{target, body, revision?}}: {e}")))
+        .map_err(|e| OutboxError::invalid(["prepareSuccessor must return {target, body, revision?}: ", &e].concat()))
 }
 
 /// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including
 /// what JSON cannot hold (SPEC §3 rule 3).
 pub(crate) fn undecodable_entry(u: &outbox_core::Undecodable) -> JsValue {
-    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.to_string());
+    let error = unsendable_reason(&u.raw).unwrap_or_else(|| u.error.message());
     // Set key by key (in this order), not through a JSON text: no `json!` map to build.
     let text = |s: &Option<String>| s.as_deref().map_or(JsValue::NULL, JsValue::from);
     let entry: JsValue = js_sys::Object::new().into();

@@ -70,10 +70,14 @@ impl OutboxError {
     pub fn schema_newer(have: u32, declared: u32) -> OutboxError {
         OutboxError {
             code: ErrorCode::SchemaNewer,
-            message: format!(
-                "the database holds app records at schema version {have}, newer than this page's {declared}: \
-                 another tab runs a newer version of the app; reload this page"
-            ),
+            message: {
+                let mut m = String::from("the database holds app records at schema version ");
+                crate::js::push_decimal(&mut m, have as usize);
+                m.push_str(", newer than this page's ");
+                crate::js::push_decimal(&mut m, declared as usize);
+                m.push_str(": another tab runs a newer version of the app; reload this page");
+                m
+            },
         }
     }
 
@@ -94,10 +98,11 @@ impl OutboxError {
         let detail = detail(cause);
         if dom_name(cause).as_deref() == Some("QuotaExceededError") {
             let message =
-                format!("{context}: the browser's storage for this site is full; free space and retry ({detail})");
+                [context, ": the browser's storage for this site is full; free space and retry (", &detail, ")"]
+                    .concat();
             return OutboxError { code: ErrorCode::Quota, message };
         }
-        OutboxError { code: ErrorCode::Storage, message: format!("{context}: {detail}") }
+        OutboxError { code: ErrorCode::Storage, message: [context, ": ", &detail].concat() }
     }
 
     /// The `BLOCKED` error of an open that did not complete within `timeout_ms`;
@@ -106,10 +111,13 @@ impl OutboxError {
         let message = if saw_blocked {
             "another tab of this app holds an older version of the database open; close it or reload it".to_owned()
         } else {
-            format!(
-                "the database did not open within {timeout_ms} ms: another tab of this app is upgrading it or \
-                 holds an older version of it open; close or reload the other tabs"
-            )
+            let mut m = String::from("the database did not open within ");
+            crate::js::push_decimal(&mut m, timeout_ms as usize);
+            m.push_str(
+                " ms: another tab of this app is upgrading it or holds an older version of it open; close or reload \
+                 the other tabs",
+            );
+            m
         };
         OutboxError { code: ErrorCode::Blocked, message }
     }
@@ -144,7 +152,7 @@ impl fmt::Display for OutboxError {
 
 impl From<InputError> for OutboxError {
     fn from(e: InputError) -> OutboxError {
-        OutboxError::invalid(e.to_string())
+        OutboxError::invalid(e.message())
     }
 }
 

@@ -51,7 +51,7 @@ pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> 
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
-    v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(format!("`{key}` must be a function")))
+    v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(["`", key, "` must be a function"].concat()))
 }
 
 fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
@@ -61,7 +61,11 @@ fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     }
     match v.as_f64() {
         Some(n) if n.is_finite() && n >= f64::from(min) => Ok(Some(n)),
-        _ => Err(OutboxError::invalid(format!("`{key}` must be a number ≥ {min}"))),
+        _ => {
+            let mut message = ["`", key, "` must be a number ≥ "].concat();
+            crate::js::push_decimal(&mut message, usize::from(min));
+            Err(OutboxError::invalid(message))
+        }
     }
 }
 
@@ -75,7 +79,10 @@ fn optional_ms(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     match optional_number(obj, key, min)? {
         // The bound is written out: formatting a float would link Rust's float printing.
         Some(n) if n > MAX_DELAY_MS => {
-            Err(OutboxError::invalid(format!("`{key}` must be a number from {min} to 2147483647")))
+            let mut message = ["`", key, "` must be a number from "].concat();
+            crate::js::push_decimal(&mut message, usize::from(min));
+            message.push_str(" to 2147483647");
+            Err(OutboxError::invalid(message))
         }
         n => Ok(n),
     }

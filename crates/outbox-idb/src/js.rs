@@ -71,18 +71,8 @@ pub fn set(obj: &JsValue, key: &str, value: &JsValue) {
 }
 
 /// Appends `n` in decimal, written by hand: no integer `Display` machinery at the call
-/// (issue 35).
-pub fn push_decimal(s: &mut String, mut n: usize) {
-    // Each digit goes in front of the ones after it.
-    let at = s.len();
-    loop {
-        s.insert(at, char::from(b'0' + (n % 10) as u8));
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-}
+/// (issue 35). The planner's, one copy for both crates.
+pub use outbox_core::text::push_decimal;
 
 /// `String(v)`, or a fixed text for a value that cannot be turned into one (a revoked
 /// Proxy, a throwing `toString`). Never `{v:?}`: wasm-bindgen's debug string reads getters

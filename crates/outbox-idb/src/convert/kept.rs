@@ -127,7 +127,7 @@ pub fn unsendable_reason(raw: &Value) -> Option<String> {
     let why = raw.get(UNSENDABLE_KEY)?;
     let path = why.get("path").and_then(Value::as_str).unwrap_or("?");
     let is = why.get("is").and_then(Value::as_str).unwrap_or("not JSON");
-    Some(format!("`{path}` is {is}, which JSON cannot hold: this version never sends the row"))
+    Some(["`", path, "` is ", is, ", which JSON cannot hold: this version never sends the row"].concat())
 }
 
 impl Registry {
@@ -180,9 +180,9 @@ impl Registry {
 /// # Errors
 /// A marker whose value is no longer known; the caller must abort its transaction.
 pub fn to_store(id: &str, row: &Value) -> Result<JsValue, JsValue> {
-    REGISTRY
-        .with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker)))
-        .map_err(|path| js_sys::Error::new(&format!("the value at `{path}` of row {id} is no longer known")).into())
+    REGISTRY.with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker))).map_err(|path| {
+        js_sys::Error::new(&["the value at `", &path, "` of row ", id, " is no longer known"].concat()).into()
+    })
 }
 
 /// A stored row for the app: as stored, with the values JSON cannot hold.

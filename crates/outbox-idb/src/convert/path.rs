@@ -43,7 +43,7 @@ pub(super) fn short_path(segs: &[Seg]) -> String {
     if segs.len() <= 12 {
         return path_string(segs);
     }
-    format!("{}…{}", path_string(&segs[..6]), path_string(&segs[segs.len() - 3..]))
+    [path_string(&segs[..6]), path_string(&segs[segs.len() - 3..])].join("…")
 }
 
 fn is_identifier(k: &str) -> bool {

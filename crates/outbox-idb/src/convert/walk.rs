@@ -144,9 +144,9 @@ fn refusal(r: &Array, root: &[Seg]) -> Refusal {
     let problem = match r.get(3).as_f64() {
         Some(at) if at >= 0.0 => {
             let back = &path[..(root.len() + at as usize).min(path.len())];
-            format!("refers back to `{}` (a cycle)", short_path(back))
+            ["refers back to `", &short_path(back), "` (a cycle)"].concat()
         }
-        _ => format!("is {}", string(&r.get(2))),
+        _ => ["is ", &string(&r.get(2))].concat(),
     };
     Refusal { path: short_path(&path), problem }
 }

@@ -60,7 +60,9 @@ fn refused(tx: &IdbTransaction, store: &str, e: &JsValue) -> OutboxError {
         }
         _ => {}
     }
-    OutboxError::invalid(format!("a record write to `{store}` was refused ({what}: {msg}); nothing was written"))
+    OutboxError::invalid(
+        ["a record write to `", store, "` was refused (", &what, ": ", &msg, "); nothing was written"].concat(),
+    )
 }
 
 fn key_path(store: &IdbObjectStore) -> Value {
@@ -163,7 +165,7 @@ fn key_in_value(value: &Value, path: &Value) -> Option<Value> {
 pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result<(), String> {
     for w in writes {
         let name = w.store();
-        let store = tx.object_store(name).map_err(|_| format!("no store `{name}` in this transaction"))?;
+        let store = tx.object_store(name).map_err(|_| ["no store `", name, "` in this transaction"].concat())?;
         let path = key_path(&store);
         if let RecordWrite::Put { value, key, .. } = w {
             let fits = match (&path, key) {
@@ -174,7 +176,7 @@ pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result
                 (p, None) => key_in_value(value, p).is_some(),
             };
             if !fits {
-                return Err(format!("a put to `{name}` has no key that fits the store"));
+                return Err(["a put to `", name, "` has no key that fits the store"].concat());
             }
         }
     }
@@ -271,9 +273,14 @@ pub fn scope(db: &web_sys::IdbDatabase, queue: &str, app: &AppStores) -> Result<
         AppStores::Named(list) => {
             for n in list {
                 if !names.contains(n) {
-                    return Err(OutboxError::invalid(format!(
-                        "no app store `{n}` in the database: declare it in Outbox.open({{records}}) and raise its version"
-                    )));
+                    return Err(OutboxError::invalid(
+                        [
+                            "no app store `",
+                            n,
+                            "` in the database: declare it in Outbox.open({records}) and raise its version",
+                        ]
+                        .concat(),
+                    ));
                 }
                 out.push(&n.into());
             }

@@ -103,7 +103,7 @@ pub async fn open(name: String, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> 
             db.close();
             return Err(OutboxError::storage(
                 "cannot open the database",
-                &format!("{name} has no `{STORE}` store").into(),
+                &[&name, " has no `", STORE, "` store"].concat().into(),
             ));
         }
         if let Some(a) = app.as_ref().filter(|a| app_version_of(db.version()) > a.version) {

@@ -16,6 +16,7 @@
 use super::app_schema::{key_path_js, key_path_text, AppSchema, AppStore};
 use crate::error::{OutboxError, Result};
 use js_sys::Array;
+use outbox_core::text;
 use wasm_bindgen::prelude::*;
 use web_sys::{IdbDatabase, IdbObjectStore, IdbTransaction};
 
@@ -75,12 +76,23 @@ fn same_key(store: &IdbObjectStore, want: &AppStore) -> Result<()> {
     if have == declared && auto == declared_auto {
         return Ok(());
     }
-    Err(OutboxError::schema_mismatch(format!(
-        "store `{}` has keyPath {have} and autoIncrement {auto} in the database, but `records` declares keyPath \
-         {declared} and autoIncrement {declared_auto}: a store's key cannot change; declare it as it is, or \
-         declare a store under a new name (and copy the records over)",
-        want.name
-    )))
+    Err(OutboxError::schema_mismatch(
+        [
+            "store `",
+            &want.name,
+            "` has keyPath ",
+            &have,
+            " and autoIncrement ",
+            text::boolean(auto),
+            " in the database, but `records` declares keyPath ",
+            &declared,
+            " and autoIncrement ",
+            text::boolean(declared_auto),
+            ": a store's key cannot change; declare it as it is, or declare a store under a new name (and copy \
+             the records over)",
+        ]
+        .concat(),
+    ))
 }
 
 /// The error of a declaration changed without raising `records.version`.
@@ -90,8 +102,10 @@ fn unraised(store: &str, index: Option<&str>, version: u32) -> OutboxError {
         what.push_str("` with index `");
         what.push_str(i);
     }
-    OutboxError::schema_mismatch(format!(
-        "`records` declares store `{what}` unlike the database, which is at the same `records.version` \
-         {version}: raise `records.version` whenever `stores` changes"
-    ))
+    let mut message =
+        ["`records` declares store `", &what, "` unlike the database, which is at the same `records.version` "]
+            .concat();
+    text::push_decimal(&mut message, version as usize);
+    message.push_str(": raise `records.version` whenever `stores` changes");
+    OutboxError::schema_mismatch(message)
 }

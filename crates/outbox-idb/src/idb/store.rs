@@ -132,7 +132,7 @@ impl Store {
         match index {
             Some(i) => os
                 .index(i)
-                .map_err(|_| OutboxError::invalid(format!("`{store}` has no index `{i}`")))?
+                .map_err(|_| OutboxError::invalid(["`", store, "` has no index `", i, "`"].concat()))?
                 .get_all_with_key(range),
             None => os.get_all_with_key(range),
         }
@@ -281,7 +281,7 @@ fn key_refused(e: &JsValue) -> OutboxError {
     if records::is_data_error(e) {
         OutboxError::invalid("IndexedDB refused the key or range given (DataError)")
     } else if e.dyn_ref::<web_sys::DomException>().is_none() {
-        OutboxError::invalid(format!("the key or range given cannot be read ({})", crate::js::text_of(e)))
+        OutboxError::invalid(["the key or range given cannot be read (", &crate::js::text_of(e), ")"].concat())
     } else {
         OutboxError::storage("read", e)
     }

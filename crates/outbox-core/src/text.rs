@@ -1,0 +1,52 @@
+//! Messages pieced together from their texts and numbers, not formatted: the package's wasm
+//! module then holds no `core::fmt` machinery (`format!`, `write!`, `to_string()` of a
+//! number or a `Display` type), which only these messages kept once panics became plain
+//! traps (issue 35).
+
+/// Appends `n` in decimal, written by hand: no integer `Display` machinery at the call.
+pub fn push_decimal(s: &mut String, mut n: usize) {
+    // Each digit goes in front of the ones after it.
+    let at = s.len();
+    loop {
+        s.insert(at, char::from(b'0' + (n % 10) as u8));
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+/// `n` in decimal.
+#[must_use]
+pub fn decimal(n: usize) -> String {
+    let mut s = String::new();
+    push_decimal(&mut s, n);
+    s
+}
+
+/// `true` or `false`, as `Display` writes a boolean.
+#[must_use]
+pub fn boolean(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_as_display_writes_them() {
+        for n in [0, 1, 9, 10, 99, 100, 1203, 4_000_000, 2_147_483_647, u32::MAX as usize, usize::MAX] {
+            assert_eq!(decimal(n), n.to_string());
+            let mut s = String::from("x");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x{n}"));
+        }
+        assert_eq!(boolean(true), true.to_string());
+        assert_eq!(boolean(false), false.to_string());
+    }
+}
