@@ -88,10 +88,10 @@ impl DecodeError {
     pub fn message(&self) -> String {
         match self {
             DecodeError::NotAnObject => "row is not an object".into(),
-            DecodeError::MissingField(k) => ["field `", k, "` is missing"].concat(),
-            DecodeError::WrongType(k) => ["field `", k, "` has the wrong type"].concat(),
-            DecodeError::UnknownKind(k) => ["unknown kind `", k, "`"].concat(),
-            DecodeError::UnknownState(s) => ["unknown state `", s, "`"].concat(),
+            DecodeError::MissingField(k) => crate::text::concat(&["field `", k, "` is missing"]),
+            DecodeError::WrongType(k) => crate::text::concat(&["field `", k, "` has the wrong type"]),
+            DecodeError::UnknownKind(k) => crate::text::concat(&["unknown kind `", k, "`"]),
+            DecodeError::UnknownState(s) => crate::text::concat(&["unknown state `", s, "`"]),
         }
     }
 }

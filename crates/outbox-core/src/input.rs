@@ -66,8 +66,8 @@ impl InputError {
         match self {
             InputError::NotAnObject => "operation must be an object".into(),
             InputError::MissingOwner => "`owner` must be a non-empty string".into(),
-            InputError::UnknownKind(k) => ["`kind` must be create, update or delete, got ", k].concat(),
-            InputError::BadTarget(why) => ["`target` ", why].concat(),
+            InputError::UnknownKind(k) => crate::text::concat(&["`kind` must be create, update or delete, got ", k]),
+            InputError::BadTarget(why) => crate::text::concat(&["`target` ", why]),
             InputError::MissingBody => "`body` is required for create and update (any JSON value but null)".into(),
             InputError::BadRevision => "`revision` must be a number or a string (such as an ETag) when given".into(),
             InputError::BadMerge => "`merge` must be a boolean when given".into(),
@@ -118,7 +118,9 @@ impl NewOperation {
         let owner = obj.get("owner").and_then(Value::as_str).ok_or(InputError::MissingOwner)?;
         check_owner(owner)?;
         let kind = match obj.get("kind") {
-            Some(Value::String(s)) => Kind::parse(s).ok_or_else(|| InputError::UnknownKind(["`", s, "`"].concat()))?,
+            Some(Value::String(s)) => {
+                Kind::parse(s).ok_or_else(|| InputError::UnknownKind(crate::text::concat(&["`", s, "`"])))?
+            }
             other => {
                 return Err(InputError::UnknownKind(
                     other.map_or("nothing".into(), |o| serde_json::to_string(o).unwrap_or_default()),
@@ -160,7 +162,7 @@ impl NewOperation {
 /// The target of `op` enqueued under `id`: its own, or `pending:<id>` for a create without one.
 #[must_use]
 pub fn target_of(op: &NewOperation, id: &str) -> String {
-    op.target.clone().unwrap_or_else(|| [PENDING_PREFIX, id].concat())
+    op.target.clone().unwrap_or_else(|| crate::text::concat(&[PENDING_PREFIX, id]))
 }
 
 /// What `prepareSuccessor` returns: the real request of an intent.

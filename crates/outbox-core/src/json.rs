@@ -18,14 +18,14 @@ pub type Error = String;
 pub fn unexpected(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
-        Value::Bool(b) => ["boolean `", crate::text::boolean(*b), "`"].concat(),
+        Value::Bool(b) => crate::text::concat(&["boolean `", crate::text::boolean(*b), "`"]),
         // The digits through serde_json's writer of a `Value`, which the module holds anyway,
         // not the number's `Display` (issue 35): the same digits.
         Value::Number(n) => {
             let what = if n.is_f64() { "floating point" } else { "integer" };
-            [what, " `", &serde_json::to_string(v).unwrap_or_default(), "`"].concat()
+            crate::text::concat(&[what, " `", &serde_json::to_string(v).unwrap_or_default(), "`"])
         }
-        Value::String(s) => ["string ", &quoted(s)].concat(),
+        Value::String(s) => crate::text::concat(&["string ", &quoted(s)]),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
     }
@@ -71,13 +71,13 @@ fn hex_digit(n: u32) -> char {
 /// "invalid type: …, expected {expected}".
 #[must_use]
 pub fn invalid_type(v: &Value, expected: &str) -> Error {
-    ["invalid type: ", &unexpected(v), ", expected ", expected].concat()
+    crate::text::concat(&["invalid type: ", &unexpected(v), ", expected ", expected])
 }
 
 /// "missing field `{name}`".
 #[must_use]
 pub fn missing(name: &str) -> Error {
-    ["missing field `", name, "`"].concat()
+    crate::text::concat(&["missing field `", name, "`"])
 }
 
 /// A string.
@@ -101,7 +101,8 @@ pub fn boolean(v: &Value) -> Result<bool, Error> {
 /// # Errors
 /// A float, a non-number, or an integer out of range.
 pub fn integer<T: TryFrom<i128>>(v: &Value, name: &str) -> Result<T, Error> {
-    T::try_from(any_integer(v, name)?).map_err(|_| ["invalid value: ", &unexpected(v), ", expected ", name].concat())
+    T::try_from(any_integer(v, name)?)
+        .map_err(|_| crate::text::concat(&["invalid value: ", &unexpected(v), ", expected ", name]))
 }
 
 /// The integer of [`integer`] before its range is checked: one copy of the reading for
@@ -219,9 +220,9 @@ fn one_of(names: &[&str]) -> String {
 
 fn unknown_field(k: &str, names: &[&str]) -> Error {
     if names.is_empty() {
-        ["unknown field `", k, "`, there are no fields"].concat()
+        crate::text::concat(&["unknown field `", k, "`, there are no fields"])
     } else {
-        ["unknown field `", k, "`, expected ", &one_of(names)].concat()
+        crate::text::concat(&["unknown field `", k, "`, expected ", &one_of(names)])
     }
 }
 
@@ -255,7 +256,9 @@ impl Outcome {
                 let item = map.get("type").ok_or_else(|| missing("type"))?;
                 let name = item.as_str().ok_or_else(|| invalid_type(item, "variant identifier"))?;
                 let known = OUTCOME_TYPES.iter().position(|t| *t == name);
-                known.ok_or_else(|| ["unknown variant `", name, "`, expected ", &one_of(OUTCOME_TYPES)].concat())?
+                known.ok_or_else(|| {
+                    crate::text::concat(&["unknown variant `", name, "`, expected ", &one_of(OUTCOME_TYPES)])
+                })?
             }
             other => return Err(invalid_type(other, "internally tagged enum Outcome")),
         };

@@ -145,7 +145,7 @@ pub fn parse_writes(v: &Value, at: &str) -> Result<Vec<WriteInput>, WritesError>
     }
     let mut writes = Vec::with_capacity(list.len());
     for (i, w) in list.iter().enumerate() {
-        let mut here = [at, "["].concat();
+        let mut here = crate::text::concat(&[at, "["]);
         crate::text::push_decimal(&mut here, i);
         here.push(']');
         writes.push(parse_one(w, &here)?);

@@ -74,8 +74,9 @@ pub fn field(obj: &JsValue, key: &str) -> Result<JsValue> {
     if !obj.is_object() {
         return Ok(JsValue::UNDEFINED);
     }
-    Reflect::get(obj, &key.into())
-        .map_err(|e| OutboxError::invalid(["`", key, "` could not be read: ", &crate::error::detail(&e)].concat()))
+    Reflect::get(obj, &key.into()).map_err(|e| {
+        OutboxError::invalid(outbox_core::text::concat(&["`", key, "` could not be read: ", &crate::error::detail(&e)]))
+    })
 }
 
 /// A boolean option of `options` (`false` when absent, `undefined` or `null`); `None` when

@@ -225,8 +225,9 @@ impl Outbox {
         promise(Box::pin(async move {
             inner.check_open()?;
             let (owner, row_id) = (owner_arg(&owner)?, id_arg(&row_id)?);
-            let ticket: Ticket = Ticket::from_json(&fields_from_js(&ticket, "ticket")?)
-                .map_err(|e| OutboxError::invalid(["`ticket` must be {tabId, fence}: ", &e].concat()))?;
+            let ticket: Ticket = Ticket::from_json(&fields_from_js(&ticket, "ticket")?).map_err(|e| {
+                OutboxError::invalid(outbox_core::text::concat(&["`ticket` must be {tabId, fence}: ", &e]))
+            })?;
             let outcome = outcome_from_js(&outcome)?;
             let ports = Ports::parse(&ports, false)?;
             inner.counters.borrow_mut().record(&outcome);

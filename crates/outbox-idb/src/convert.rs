@@ -36,7 +36,7 @@ fn refused(r: Refusal) -> OutboxError {
     } else {
         "only JSON values are accepted"
     };
-    OutboxError::invalid(["`", &r.path, "` ", &r.problem, "; ", tail].concat())
+    OutboxError::invalid(outbox_core::text::concat(&["`", &r.path, "` ", &r.problem, "; ", tail]))
 }
 
 /// A value the app gave, as JSON; `root` names it in errors (`body` → "`body.at` is a
@@ -60,9 +60,11 @@ pub fn from_js(v: &JsValue, root: &str) -> Result<Value> {
 /// `INVALID_ARGUMENT` when `v` is not an object or a field is not JSON (see [`from_js`]).
 pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
     walk::given_fields(v, root).map_err(|r| match r {
-        FieldsRefusal::Whole(problem) if root.is_empty() => OutboxError::invalid(["the value ", &problem].concat()),
-        FieldsRefusal::Whole(problem) => OutboxError::invalid(["`", root, "` ", &problem].concat()),
-        FieldsRefusal::Unreadable(k) => OutboxError::invalid(["`", &k, "` cannot be read"].concat()),
+        FieldsRefusal::Whole(problem) if root.is_empty() => {
+            OutboxError::invalid(outbox_core::text::concat(&["the value ", &problem]))
+        }
+        FieldsRefusal::Whole(problem) => OutboxError::invalid(outbox_core::text::concat(&["`", root, "` ", &problem])),
+        FieldsRefusal::Unreadable(k) => OutboxError::invalid(outbox_core::text::concat(&["`", &k, "` cannot be read"])),
         FieldsRefusal::Value(r) => refused(r),
     })
 }
@@ -101,7 +103,7 @@ pub fn row_to_js(row: &Value) -> JsValue {
 /// stored as a revision) or not an `Outcome`.
 pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
     Outcome::from_json(&fields_from_js(v, "outcome")?)
-        .map_err(|e| OutboxError::invalid(["`outcome` is not an Outcome: ", &e].concat()))
+        .map_err(|e| OutboxError::invalid(outbox_core::text::concat(&["`outcome` is not an Outcome: ", &e])))
 }
 
 /// What `prepareSuccessor` returned: `{target, body, revision}`, all JSON.
@@ -109,8 +111,12 @@ pub fn outcome_from_js(v: &JsValue) -> Result<Outcome> {
 /// # Errors
 /// `INVALID_ARGUMENT` when it is not JSON or lacks a `target`.
 pub fn prepared_from_js(v: &JsValue) -> Result<Prepared> {
-    Prepared::from_json(&fields_from_js(v, "")?)
-        .map_err(|e| OutboxError::invalid(["prepareSuccessor must return {target, body, revision?}: ", &e].concat()))
+    Prepared::from_json(&fields_from_js(v, "")?).map_err(|e| {
+        OutboxError::invalid(outbox_core::text::concat(&[
+            "prepareSuccessor must return {target, body, revision?}: ",
+            &e,
+        ]))
+    })
 }
 
 /// `{id, owner, undecodable: true, error, raw}`; `raw` is the value as stored, including

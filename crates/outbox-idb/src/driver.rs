@@ -335,9 +335,11 @@ async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Requ
                 // Checked as JSON (SPEC §3 rule 4): a receipt or an `actualRevision` is
                 // reported and may be stored, never silently changed.
                 Some(Ok(v)) => outcome_from_js(&v).unwrap_or_else(|e| {
-                    let _ = crate::js::console_warn_text(
-                        &["outbox: send returned no Outcome (", &e.message, "); retrying later"].concat(),
-                    );
+                    let _ = crate::js::console_warn_text(&outbox_core::text::concat(&[
+                        "outbox: send returned no Outcome (",
+                        &e.message,
+                        "); retrying later",
+                    ]));
                     Outcome::transient("BAD_OUTCOME")
                 }),
                 Some(Err(_)) => Outcome::transient("SEND_FAILED"),
@@ -352,7 +354,10 @@ async fn execute(inner: &Inner, flush: &RefCell<Flush>, ports: &Ports, req: Requ
             let result = match answer {
                 // Not JSON: the intent is quarantined as for a port that throws (§7).
                 Some(Ok(v)) => prepared_from_js(&v).map_err(|e| {
-                    let _ = crate::js::console_warn_text(&["outbox: prepareSuccessor: ", &e.message].concat());
+                    let _ = crate::js::console_warn_text(&outbox_core::text::concat(&[
+                        "outbox: prepareSuccessor: ",
+                        &e.message,
+                    ]));
                     e.message
                 }),
                 Some(Err(_)) => Err("prepareSuccessor threw".to_owned()),

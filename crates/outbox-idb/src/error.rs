@@ -97,12 +97,15 @@ impl OutboxError {
     pub fn storage(context: &str, cause: &JsValue) -> OutboxError {
         let detail = detail(cause);
         if dom_name(cause).as_deref() == Some("QuotaExceededError") {
-            let message =
-                [context, ": the browser's storage for this site is full; free space and retry (", &detail, ")"]
-                    .concat();
+            let message = outbox_core::text::concat(&[
+                context,
+                ": the browser's storage for this site is full; free space and retry (",
+                &detail,
+                ")",
+            ]);
             return OutboxError { code: ErrorCode::Quota, message };
         }
-        OutboxError { code: ErrorCode::Storage, message: [context, ": ", &detail].concat() }
+        OutboxError { code: ErrorCode::Storage, message: outbox_core::text::concat(&[context, ": ", &detail]) }
     }
 
     /// The `BLOCKED` error of an open that did not complete within `timeout_ms`;

@@ -51,7 +51,9 @@ pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> 
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
-    v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid(["`", key, "` must be a function"].concat()))
+    v.dyn_into::<Function>()
+        .map(Some)
+        .map_err(|_| OutboxError::invalid(outbox_core::text::concat(&["`", key, "` must be a function"])))
 }
 
 fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
@@ -62,7 +64,7 @@ fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     match v.as_f64() {
         Some(n) if n.is_finite() && n >= f64::from(min) => Ok(Some(n)),
         _ => {
-            let mut message = ["`", key, "` must be a number ≥ "].concat();
+            let mut message = outbox_core::text::concat(&["`", key, "` must be a number ≥ "]);
             crate::js::push_decimal(&mut message, usize::from(min));
             Err(OutboxError::invalid(message))
         }
@@ -79,7 +81,7 @@ fn optional_ms(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     match optional_number(obj, key, min)? {
         // The bound is written out: formatting a float would link Rust's float printing.
         Some(n) if n > MAX_DELAY_MS => {
-            let mut message = ["`", key, "` must be a number from "].concat();
+            let mut message = outbox_core::text::concat(&["`", key, "` must be a number from "]);
             crate::js::push_decimal(&mut message, usize::from(min));
             message.push_str(" to 2147483647");
             Err(OutboxError::invalid(message))

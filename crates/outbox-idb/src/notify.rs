@@ -185,7 +185,7 @@ impl Notifier {
     pub fn new(db_name: &str, tab_id: &str) -> Notifier {
         let subscribers: Subscribers = Rc::new(RefCell::new(Vec::new()));
         let last_changes: LastChanges = Rc::new(RefCell::new(Vec::new()));
-        let channel = BroadcastChannel::new(&["outbox:", db_name].concat()).ok();
+        let channel = BroadcastChannel::new(&outbox_core::text::concat(&["outbox:", db_name])).ok();
         let on_message = channel.as_ref().map(|ch| {
             let subs = subscribers.clone();
             let last = last_changes.clone();

@@ -14,7 +14,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 fn number(v: &JsValue, what: &str) -> Result<f64> {
-    v.as_f64().filter(|n| n.is_finite()).ok_or_else(|| OutboxError::invalid(["`", what, "` must be a number"].concat()))
+    v.as_f64()
+        .filter(|n| n.is_finite())
+        .ok_or_else(|| OutboxError::invalid(outbox_core::text::concat(&["`", what, "` must be a number"])))
 }
 
 fn lease(v: &JsValue) -> Result<i64> {
@@ -140,7 +142,7 @@ pub fn select_sendable_js(
     #[wasm_bindgen(js_name = onlineSince, unchecked_optional_param_type = "number")] online_since: JsValue,
 ) -> std::result::Result<JsValue, JsValue> {
     let given = crate::args::items(&rows, crate::convert::MAX_NODES as u32)
-        .map_err(|what| OutboxError::invalid(["`rows`", &what].concat()))?
+        .map_err(|what| OutboxError::invalid(outbox_core::text::concat(&["`rows`", &what])))?
         .ok_or_else(|| OutboxError::invalid("`rows` must be an array"))?;
     let tab_id = crate::args::exact_string(&tab_id)
         .ok_or_else(|| OutboxError::invalid("`tabId` must be a non-empty string, well-formed (no lone surrogate)"))?;

@@ -127,7 +127,13 @@ pub fn unsendable_reason(raw: &Value) -> Option<String> {
     let why = raw.get(UNSENDABLE_KEY)?;
     let path = why.get("path").and_then(Value::as_str).unwrap_or("?");
     let is = why.get("is").and_then(Value::as_str).unwrap_or("not JSON");
-    Some(["`", path, "` is ", is, ", which JSON cannot hold: this version never sends the row"].concat())
+    Some(outbox_core::text::concat(&[
+        "`",
+        path,
+        "` is ",
+        is,
+        ", which JSON cannot hold: this version never sends the row",
+    ]))
 }
 
 impl Registry {
@@ -181,7 +187,14 @@ impl Registry {
 /// A marker whose value is no longer known; the caller must abort its transaction.
 pub fn to_store(id: &str, row: &Value) -> Result<JsValue, JsValue> {
     REGISTRY.with(|r| build(row, &mut |path, marker| r.borrow().original(id, path, marker))).map_err(|path| {
-        js_sys::Error::new(&["the value at `", &path, "` of row ", id, " is no longer known"].concat()).into()
+        js_sys::Error::new(&outbox_core::text::concat(&[
+            "the value at `",
+            &path,
+            "` of row ",
+            id,
+            " is no longer known",
+        ]))
+        .into()
     })
 }
 

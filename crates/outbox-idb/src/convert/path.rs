@@ -43,7 +43,10 @@ pub(super) fn short_path(segs: &[Seg]) -> String {
     if segs.len() <= 12 {
         return path_string(segs);
     }
-    [path_string(&segs[..6]), path_string(&segs[segs.len() - 3..])].join("…")
+    let mut s = path_string(&segs[..6]);
+    s.push('…');
+    s.push_str(&path_string(&segs[segs.len() - 3..]));
+    s
 }
 
 fn is_identifier(k: &str) -> bool {

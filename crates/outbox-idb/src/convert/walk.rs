@@ -144,9 +144,9 @@ fn refusal(r: &Array, root: &[Seg]) -> Refusal {
     let problem = match r.get(3).as_f64() {
         Some(at) if at >= 0.0 => {
             let back = &path[..(root.len() + at as usize).min(path.len())];
-            ["refers back to `", &short_path(back), "` (a cycle)"].concat()
+            outbox_core::text::concat(&["refers back to `", &short_path(back), "` (a cycle)"])
         }
-        _ => ["is ", &string(&r.get(2))].concat(),
+        _ => outbox_core::text::concat(&["is ", &string(&r.get(2))]),
     };
     Refusal { path: short_path(&path), problem }
 }

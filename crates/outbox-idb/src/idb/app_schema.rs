@@ -154,9 +154,10 @@ impl AppSchema {
             return Ok(None);
         }
         let schema = AppSchema::from_json(v).map_err(|e| {
-            OutboxError::invalid(
-                ["`records` must be {version, stores: [{name, keyPath?, autoIncrement?, indexes?}]}: ", &e].concat(),
-            )
+            OutboxError::invalid(outbox_core::text::concat(&[
+                "`records` must be {version, stores: [{name, keyPath?, autoIncrement?, indexes?}]}: ",
+                &e,
+            ]))
         })?;
         if schema.version == 0 || schema.version > MAX_APP_VERSION {
             let mut message = String::from("`records.version` must be an integer in 1..=");
@@ -166,34 +167,30 @@ impl AppSchema {
         let mut names: Vec<&str> = Vec::new();
         for s in &schema.stores {
             if s.name.is_empty() || s.name == QUEUE_STORE || names.contains(&s.name.as_str()) {
-                return Err(OutboxError::invalid(
-                    ["`records.stores`: `", &s.name, "` is empty, the queue's own store or declared twice"].concat(),
-                ));
+                return Err(OutboxError::invalid(outbox_core::text::concat(&[
+                    "`records.stores`: `",
+                    &s.name,
+                    "` is empty, the queue's own store or declared twice",
+                ])));
             }
             names.push(&s.name);
             if s.key_path.as_ref().is_some_and(|k| !is_key_path(k) || names_stub_field(k)) {
-                return Err(OutboxError::invalid(
-                    [
-                        "`records.stores`: `",
-                        &s.name,
-                        "` has a bad keyPath (or one through the reserved `$outboxMovedTo`)",
-                    ]
-                    .concat(),
-                ));
+                return Err(OutboxError::invalid(outbox_core::text::concat(&[
+                    "`records.stores`: `",
+                    &s.name,
+                    "` has a bad keyPath (or one through the reserved `$outboxMovedTo`)",
+                ])));
             }
             let mut idx: Vec<&str> = Vec::new();
             for i in &s.indexes {
                 if i.name.is_empty() || idx.contains(&i.name.as_str()) || !is_key_path(&i.key_path) {
-                    return Err(OutboxError::invalid(
-                        [
-                            "`records.stores`: index `",
-                            &i.name,
-                            "` of `",
-                            &s.name,
-                            "` is unnamed, declared twice or has a bad keyPath",
-                        ]
-                        .concat(),
-                    ));
+                    return Err(OutboxError::invalid(outbox_core::text::concat(&[
+                        "`records.stores`: index `",
+                        &i.name,
+                        "` of `",
+                        &s.name,
+                        "` is unnamed, declared twice or has a bad keyPath",
+                    ])));
                 }
                 idx.push(&i.name);
             }

@@ -60,9 +60,15 @@ fn refused(tx: &IdbTransaction, store: &str, e: &JsValue) -> OutboxError {
         }
         _ => {}
     }
-    OutboxError::invalid(
-        ["a record write to `", store, "` was refused (", &what, ": ", &msg, "); nothing was written"].concat(),
-    )
+    OutboxError::invalid(outbox_core::text::concat(&[
+        "a record write to `",
+        store,
+        "` was refused (",
+        &what,
+        ": ",
+        &msg,
+        "); nothing was written",
+    ]))
 }
 
 fn key_path(store: &IdbObjectStore) -> Value {
@@ -165,7 +171,9 @@ fn key_in_value(value: &Value, path: &Value) -> Option<Value> {
 pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result<(), String> {
     for w in writes {
         let name = w.store();
-        let store = tx.object_store(name).map_err(|_| ["no store `", name, "` in this transaction"].concat())?;
+        let store = tx
+            .object_store(name)
+            .map_err(|_| outbox_core::text::concat(&["no store `", name, "` in this transaction"]))?;
         let path = key_path(&store);
         if let RecordWrite::Put { value, key, .. } = w {
             let fits = match (&path, key) {
@@ -176,7 +184,7 @@ pub fn check(tx: &IdbTransaction, writes: &[RecordWrite]) -> std::result::Result
                 (p, None) => key_in_value(value, p).is_some(),
             };
             if !fits {
-                return Err(["a put to `", name, "` has no key that fits the store"].concat());
+                return Err(outbox_core::text::concat(&["a put to `", name, "` has no key that fits the store"]));
             }
         }
     }
@@ -273,14 +281,11 @@ pub fn scope(db: &web_sys::IdbDatabase, queue: &str, app: &AppStores) -> Result<
         AppStores::Named(list) => {
             for n in list {
                 if !names.contains(n) {
-                    return Err(OutboxError::invalid(
-                        [
-                            "no app store `",
-                            n,
-                            "` in the database: declare it in Outbox.open({records}) and raise its version",
-                        ]
-                        .concat(),
-                    ));
+                    return Err(OutboxError::invalid(outbox_core::text::concat(&[
+                        "no app store `",
+                        n,
+                        "` in the database: declare it in Outbox.open({records}) and raise its version",
+                    ])));
                 }
                 out.push(&n.into());
             }

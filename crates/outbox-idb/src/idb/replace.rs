@@ -184,10 +184,11 @@ fn put(store: &IdbObjectStore, id: &str, row: &Value) -> Result<JsValue> {
 /// the one text of both ways it fails (the port here, IndexedDB refusing its writes in the
 /// flush driver).
 pub fn warn_reconcile_failed(why: &str) {
-    let _ = crate::js::console_warn_text(
-        &["outbox: reconcile failed (", why, "); the answer is not applied, the row is sent again after its lease"]
-            .concat(),
-    );
+    let _ = crate::js::console_warn_text(&outbox_core::text::concat(&[
+        "outbox: reconcile failed (",
+        why,
+        "); the answer is not applied, the row is sent again after its lease",
+    ]));
 }
 
 /// What a committed [`Store::transact_records`] did.

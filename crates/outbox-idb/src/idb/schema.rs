@@ -103,7 +103,7 @@ pub async fn open(name: String, timeout_ms: u32, app: Option<Rc<AppSchema>>) -> 
             db.close();
             return Err(OutboxError::storage(
                 "cannot open the database",
-                &[&name, " has no `", STORE, "` store"].concat().into(),
+                &outbox_core::text::concat(&[&name, " has no `", STORE, "` store"]).into(),
             ));
         }
         if let Some(a) = app.as_ref().filter(|a| app_version_of(db.version()) > a.version) {

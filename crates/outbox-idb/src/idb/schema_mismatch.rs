@@ -76,23 +76,20 @@ fn same_key(store: &IdbObjectStore, want: &AppStore) -> Result<()> {
     if have == declared && auto == declared_auto {
         return Ok(());
     }
-    Err(OutboxError::schema_mismatch(
-        [
-            "store `",
-            &want.name,
-            "` has keyPath ",
-            &have,
-            " and autoIncrement ",
-            text::boolean(auto),
-            " in the database, but `records` declares keyPath ",
-            &declared,
-            " and autoIncrement ",
-            text::boolean(declared_auto),
-            ": a store's key cannot change; declare it as it is, or declare a store under a new name (and copy \
+    Err(OutboxError::schema_mismatch(outbox_core::text::concat(&[
+        "store `",
+        &want.name,
+        "` has keyPath ",
+        &have,
+        " and autoIncrement ",
+        text::boolean(auto),
+        " in the database, but `records` declares keyPath ",
+        &declared,
+        " and autoIncrement ",
+        text::boolean(declared_auto),
+        ": a store's key cannot change; declare it as it is, or declare a store under a new name (and copy \
              the records over)",
-        ]
-        .concat(),
-    ))
+    ])))
 }
 
 /// The error of a declaration changed without raising `records.version`.
@@ -102,9 +99,11 @@ fn unraised(store: &str, index: Option<&str>, version: u32) -> OutboxError {
         what.push_str("` with index `");
         what.push_str(i);
     }
-    let mut message =
-        ["`records` declares store `", &what, "` unlike the database, which is at the same `records.version` "]
-            .concat();
+    let mut message = outbox_core::text::concat(&[
+        "`records` declares store `",
+        &what,
+        "` unlike the database, which is at the same `records.version` ",
+    ]);
     text::push_decimal(&mut message, version as usize);
     message.push_str(": raise `records.version` whenever `stores` changes");
     OutboxError::schema_mismatch(message)

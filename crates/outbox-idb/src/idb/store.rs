@@ -132,7 +132,9 @@ impl Store {
         match index {
             Some(i) => os
                 .index(i)
-                .map_err(|_| OutboxError::invalid(["`", store, "` has no index `", i, "`"].concat()))?
+                .map_err(|_| {
+                    OutboxError::invalid(outbox_core::text::concat(&["`", store, "` has no index `", i, "`"]))
+                })?
                 .get_all_with_key(range),
             None => os.get_all_with_key(range),
         }
@@ -281,7 +283,11 @@ fn key_refused(e: &JsValue) -> OutboxError {
     if records::is_data_error(e) {
         OutboxError::invalid("IndexedDB refused the key or range given (DataError)")
     } else if e.dyn_ref::<web_sys::DomException>().is_none() {
-        OutboxError::invalid(["the key or range given cannot be read (", &crate::js::text_of(e), ")"].concat())
+        OutboxError::invalid(outbox_core::text::concat(&[
+            "the key or range given cannot be read (",
+            &crate::js::text_of(e),
+            ")",
+        ]))
     } else {
         OutboxError::storage("read", e)
     }

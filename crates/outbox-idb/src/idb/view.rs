@@ -20,7 +20,7 @@ use serde_json::Value;
 pub fn key(row: &Value) -> String {
     row.get("id")
         .and_then(Value::as_str)
-        .map_or_else(|| ["\0", &outbox_core::plan::key_string(row)].concat(), str::to_owned)
+        .map_or_else(|| outbox_core::text::concat(&["\0", &outbox_core::plan::key_string(row)]), str::to_owned)
 }
 
 /// A row written as deleted in [`View`]'s writes (a stored row is always an object).
