@@ -16,24 +16,20 @@ pub fn concat(pieces: &[&str]) -> String {
 }
 
 /// Appends `n` in decimal, written by hand: no integer `Display` machinery at the call.
-pub fn push_decimal(s: &mut String, mut n: usize) {
-    // Each digit goes in front of the ones after it.
-    let at = s.len();
+pub fn push_decimal(s: &mut String, n: usize) {
+    // The largest power of ten in `n` first (no overflow: `p * 10 <= n`), then each digit
+    // pushed from the left.
+    let mut p = 1;
+    while n / p >= 10 {
+        p *= 10;
+    }
     loop {
-        s.insert(at, char::from(b'0' + (n % 10) as u8));
-        n /= 10;
-        if n == 0 {
+        s.push(char::from(b'0' + (n / p % 10) as u8));
+        if p == 1 {
             break;
         }
+        p /= 10;
     }
-}
-
-/// `n` in decimal.
-#[must_use]
-pub fn decimal(n: usize) -> String {
-    let mut s = String::new();
-    push_decimal(&mut s, n);
-    s
 }
 
 /// `true` or `false`, as `Display` writes a boolean.
@@ -53,7 +49,6 @@ mod tests {
     #[test]
     fn decimals_as_display_writes_them() {
         for n in [0, 1, 9, 10, 99, 100, 1203, 4_000_000, 2_147_483_647, u32::MAX as usize, usize::MAX] {
-            assert_eq!(decimal(n), n.to_string());
             let mut s = String::from("x");
             push_decimal(&mut s, n);
             assert_eq!(s, format!("x{n}"));
