@@ -121,11 +121,7 @@ impl NewOperation {
             Some(Value::String(s)) => {
                 Kind::parse(s).ok_or_else(|| InputError::UnknownKind(crate::text::concat(&["`", s, "`"])))?
             }
-            other => {
-                return Err(InputError::UnknownKind(
-                    other.map_or("nothing".into(), |o| serde_json::to_string(o).unwrap_or_default()),
-                ))
-            }
+            other => return Err(InputError::UnknownKind(other.map_or("nothing".into(), crate::json::text))),
         };
         let target = match obj.get("target") {
             None | Some(Value::Null) => None,

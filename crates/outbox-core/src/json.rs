@@ -23,12 +23,20 @@ pub fn unexpected(v: &Value) -> String {
         // not the number's `Display` (issue 35): the same digits.
         Value::Number(n) => {
             let what = if n.is_f64() { "floating point" } else { "integer" };
-            crate::text::concat(&[what, " `", &serde_json::to_string(v).unwrap_or_default(), "`"])
+            crate::text::concat(&[what, " `", &text(v), "`"])
         }
         Value::String(s) => crate::text::concat(&["string ", &quoted(s)]),
         Value::Array(_) => "sequence".into(),
         Value::Object(_) => "map".into(),
     }
+}
+
+/// `v` as JSON text, through serde_json's writer of a `Value` (which never fails for one):
+/// one call of it for every message and number written from a value (issue 35).
+#[must_use]
+#[inline(never)]
+pub fn text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// `s` quoted as Rust's `{s:?}` writes it (serde's wording), without `Debug`: the package's

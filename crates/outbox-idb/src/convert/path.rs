@@ -25,7 +25,7 @@ pub fn path_string(segs: &[Seg]) -> String {
                 s.push('[');
                 // The key as a JSON string, written by serde_json's writer of a `Value` (no
                 // writer of a bare string of its own, issue 35): the same text.
-                s.push_str(&serde_json::to_string(&serde_json::Value::from(k.as_str())).unwrap_or_default());
+                s.push_str(&outbox_core::json::text(&serde_json::Value::from(k.as_str())));
                 s.push(']');
             }
             Seg::Index(n) => {
