@@ -64,7 +64,7 @@ pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
             OutboxError::invalid(outbox_core::text::concat(&["the value ", &problem]))
         }
         FieldsRefusal::Whole(problem) => OutboxError::invalid(outbox_core::text::concat(&["`", root, "` ", &problem])),
-        FieldsRefusal::Unreadable(k) => OutboxError::invalid(outbox_core::text::concat(&["`", &k, "` cannot be read"])),
+        FieldsRefusal::Unreadable(k) => OutboxError::invalid_key(&k, "` cannot be read"),
         FieldsRefusal::Value(r) => refused(r),
     })
 }

@@ -91,6 +91,13 @@ impl OutboxError {
         OutboxError { code: ErrorCode::InvalidArgument, message: message.into() }
     }
 
+    /// An `INVALID_ARGUMENT` error naming the argument or option `key` first: "`key`" then
+    /// `rest`. One builder of these messages, not the pieces laid out at each (issue 35).
+    #[inline(never)]
+    pub fn invalid_key(key: &str, rest: &str) -> OutboxError {
+        OutboxError::invalid(outbox_core::text::concat(&["`", key, rest]))
+    }
+
     /// What IndexedDB said, as a `STORAGE` error — or `QUOTA` when it is the browser's
     /// `QuotaExceededError` (a full disk or the origin's quota), which the app handles
     /// differently (tell the person, free space) from a failing database.

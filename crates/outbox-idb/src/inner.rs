@@ -51,9 +51,7 @@ pub(crate) fn optional_fn(obj: &JsValue, key: &str) -> Result<Option<Function>> 
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
-    v.dyn_into::<Function>()
-        .map(Some)
-        .map_err(|_| OutboxError::invalid(outbox_core::text::concat(&["`", key, "` must be a function"])))
+    v.dyn_into::<Function>().map(Some).map_err(|_| OutboxError::invalid_key(key, "` must be a function"))
 }
 
 fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
@@ -64,9 +62,9 @@ fn optional_number(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     match v.as_f64() {
         Some(n) if n.is_finite() && n >= f64::from(min) => Ok(Some(n)),
         _ => {
-            let mut message = outbox_core::text::concat(&["`", key, "` must be a number ≥ "]);
-            crate::js::push_decimal(&mut message, usize::from(min));
-            Err(OutboxError::invalid(message))
+            let mut e = OutboxError::invalid_key(key, "` must be a number ≥ ");
+            crate::js::push_decimal(&mut e.message, usize::from(min));
+            Err(e)
         }
     }
 }
@@ -81,10 +79,10 @@ fn optional_ms(obj: &JsValue, key: &str, min: u8) -> Result<Option<f64>> {
     match optional_number(obj, key, min)? {
         // The bound is written out: formatting a float would link Rust's float printing.
         Some(n) if n > MAX_DELAY_MS => {
-            let mut message = outbox_core::text::concat(&["`", key, "` must be a number from "]);
-            crate::js::push_decimal(&mut message, usize::from(min));
-            message.push_str(" to 2147483647");
-            Err(OutboxError::invalid(message))
+            let mut e = OutboxError::invalid_key(key, "` must be a number from ");
+            crate::js::push_decimal(&mut e.message, usize::from(min));
+            e.message.push_str(" to 2147483647");
+            Err(e)
         }
         n => Ok(n),
     }

@@ -164,10 +164,7 @@ fn flush_options(inner: &Inner, options: &JsValue) -> std::result::Result<(Flush
     let get = |k: &str| -> std::result::Result<Option<f64>, JsValue> {
         match crate::js::get(options, k) {
             v if v.is_undefined() || v.is_null() => Ok(None),
-            v => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| OutboxError::invalid(outbox_core::text::concat(&["`", k, "` must be a number"])).into()),
+            v => v.as_f64().map(Some).ok_or_else(|| OutboxError::invalid_key(k, "` must be a number").into()),
         }
     };
     if let Some(m) = get("maxRows")? {

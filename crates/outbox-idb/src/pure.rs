@@ -14,9 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 fn number(v: &JsValue, what: &str) -> Result<f64> {
-    v.as_f64()
-        .filter(|n| n.is_finite())
-        .ok_or_else(|| OutboxError::invalid(outbox_core::text::concat(&["`", what, "` must be a number"])))
+    v.as_f64().filter(|n| n.is_finite()).ok_or_else(|| OutboxError::invalid_key(what, "` must be a number"))
 }
 
 fn lease(v: &JsValue) -> Result<i64> {
