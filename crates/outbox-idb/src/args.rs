@@ -74,8 +74,10 @@ pub fn field(obj: &JsValue, key: &str) -> Result<JsValue> {
     if !obj.is_object() {
         return Ok(JsValue::UNDEFINED);
     }
-    Reflect::get(obj, &key.into()).map_err(|e| {
-        OutboxError::invalid(outbox_core::text::concat(&["`", key, "` could not be read: ", &crate::error::detail(&e)]))
+    Reflect::get(obj, &key.into()).map_err(|cause| {
+        let mut e = OutboxError::invalid_key(key, "` could not be read: ");
+        e.message.push_str(&crate::error::detail(&cause));
+        e
     })
 }
 

@@ -36,7 +36,11 @@ fn refused(r: Refusal) -> OutboxError {
     } else {
         "only JSON values are accepted"
     };
-    OutboxError::invalid(outbox_core::text::concat(&["`", &r.path, "` ", &r.problem, "; ", tail]))
+    let mut e = OutboxError::invalid_key(&r.path, "` ");
+    e.message.push_str(&r.problem);
+    e.message.push_str("; ");
+    e.message.push_str(tail);
+    e
 }
 
 /// A value the app gave, as JSON; `root` names it in errors (`body` → "`body.at` is a
@@ -63,7 +67,11 @@ pub fn fields_from_js(v: &JsValue, root: &str) -> Result<Value> {
         FieldsRefusal::Whole(problem) if root.is_empty() => {
             OutboxError::invalid(outbox_core::text::concat(&["the value ", &problem]))
         }
-        FieldsRefusal::Whole(problem) => OutboxError::invalid(outbox_core::text::concat(&["`", root, "` ", &problem])),
+        FieldsRefusal::Whole(problem) => {
+            let mut e = OutboxError::invalid_key(root, "` ");
+            e.message.push_str(&problem);
+            e
+        }
         FieldsRefusal::Unreadable(k) => OutboxError::invalid_key(&k, "` cannot be read"),
         FieldsRefusal::Value(r) => refused(r),
     })

@@ -133,7 +133,10 @@ impl Store {
             Some(i) => os
                 .index(i)
                 .map_err(|_| {
-                    OutboxError::invalid(outbox_core::text::concat(&["`", store, "` has no index `", i, "`"]))
+                    let mut e = OutboxError::invalid_key(store, "` has no index `");
+                    e.message.push_str(i);
+                    e.message.push('`');
+                    e
                 })?
                 .get_all_with_key(range),
             None => os.get_all_with_key(range),
