@@ -35,13 +35,13 @@ echo "[build] npm package → pkg/ (wasm-pack --release --target web)"
 # message the library gives is written with `Debug`: serde's "string \"…\"" wording is
 # quoted by hand (outbox_core::json::quoted); only a panic of an `unwrap` or `expect` on
 # an error loses the error's `Debug` text, its message stays.
-# And panics as traps, `-C panic=immediate-abort` (issue 35: −3.6 KB gzip: std's panic
-# machinery and every panic site's arguments and messages): a panic executes `unreachable`.
-# No panic hook runs; the glue's guard around every call into the module
-# (scripts/guard-traps.mjs) reports the trap to the module, which cleans up as the hook did
-# (crates/outbox-idb/src/panic.rs). The message then names the trap and the module's
-# function and offset where it happened, not the panic's text. It needs std built with it:
-# the prebuilt std's build keeps the hook.
+# And panics as traps, `-C panic=immediate-abort` (issue 35: −3.9 KB gzip with the hook
+# left out: std's panic machinery and every panic site's arguments and messages): a panic
+# executes `unreachable`. No panic hook runs; the glue's guard around every call into the
+# module (scripts/guard-traps.mjs) reports the trap to the module, which cleans up as the
+# hook did (crates/outbox-idb/src/panic.rs). The message then names the trap and, where the
+# engine's stack gives them, the module's function index and offset, not the panic's text.
+# It needs std built with it: the prebuilt std's build keeps the hook.
 size_flags="-Zlocation-detail=none -Zfmt-debug=none -Cpanic=immediate-abort"
 std_args=(-- -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size)
 if [ "${OUTBOX_PREBUILT_STD:-0}" = 1 ]; then

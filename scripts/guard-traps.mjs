@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // The package's module is built with panics as traps (`-Cpanic=immediate-abort`,
-// scripts/build.sh; issue 35: −3.6 KB gzip): a panic executes `unreachable`, with no hook
-// to clean up after it. The trap reaches JavaScript as a `WebAssembly.RuntimeError`
-// thrown out of the call into the module that met it. This puts a guard around every call
-// into the module (the glue reaches the module only through `wasm.<export>`): on a trap it
-// reports it to the module (`__outboxTrapped`, crates/outbox-idb/src/panic.rs), which
-// aborts the transactions whose writes are not all issued, rejects the API call being
-// polled with `INTERNAL`, releases the flushes' turns and writes the message to the
-// console, and then rethrows. Run by scripts/build.sh after inline-snippets.mjs; fails,
-// changing nothing, on a glue it cannot match.
+// scripts/build.sh; issue 35: −3.9 KB gzip with the hook left out): a panic executes
+// `unreachable`, with no hook to clean up after it. The trap reaches JavaScript as a
+// `WebAssembly.RuntimeError` thrown out of the call into the module that met it. This puts
+// a guard around every call into the module (the glue reaches the module only through
+// `wasm.<export>`): on a trap it reports it to the module (`__outboxTrapped`, then
+// `__outboxTrapReport`, crates/outbox-idb/src/panic.rs), which aborts the transactions
+// whose writes are not all issued and releases the flushes' turns, then rejects the API
+// call being polled with `INTERNAL` and writes the message to the console; and then
+// rethrows. Run by scripts/build.sh after inline-snippets.mjs; fails, changing nothing, on
+// a glue it cannot match.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,7 +24,8 @@ function fail(why) {
 const glue = readFileSync(glueFile, "utf8");
 const init = "\n    wasm = instance.exports;\n";
 if (glue.split(init).length !== 2) fail("no single `wasm = instance.exports;` in __wbg_finalize_init");
-if (!/^export function __outboxTrapped\(message\) \{$/m.test(glue)) fail("no `export function __outboxTrapped(message)`");
+if (!/^export function __outboxTrapped\(\) \{$/m.test(glue)) fail("no `export function __outboxTrapped()`");
+if (!/^export function __outboxTrapReport\(message\) \{$/m.test(glue)) fail("no `export function __outboxTrapReport(message)`");
 if (glue.includes("function guardTraps(")) fail("the glue is guarded already");
 
 const guard = `
@@ -45,13 +47,16 @@ function guardTraps(exports) {
                 if (e instanceof WebAssembly.RuntimeError && e !== trapSeen && !trapReporting) {
                     trapSeen = e;
                     trapReporting = true;
-                    try {
-                        __outboxTrapped(trapMessage(e));
-                    } catch (_) {
-                        // The report itself failed: the trap is rethrown as it is.
-                    } finally {
-                        trapReporting = false;
+                    // First the clean-up, which allocates nothing in the module (the trap
+                    // may have left its allocator broken), then the message.
+                    for (const step of [__outboxTrapped, () => __outboxTrapReport(trapMessage(e))]) {
+                        try {
+                            step();
+                        } catch (_) {
+                            // This step failed too: the trap is rethrown as it is.
+                        }
                     }
+                    trapReporting = false;
                 }
                 throw e;
             }

@@ -62,6 +62,43 @@ test("a trap mid-replace rejects the call with INTERNAL, writes nothing, and the
   expect(errors.some((e) => e.startsWith("outbox-idb: internal error, please report it: "))).toBe(true);
 });
 
+// The trap caught inside the put and not rethrown: the replace goes on issuing its writes as
+// if nothing had happened, so only the guard's clean-up (the armed transaction aborted)
+// keeps them from committing.
+test("after a trap mid-replace, the transaction left armed is aborted by the guard's clean-up", async ({ context }) => {
+  const page = await packagePage(context);
+  const result = await page.evaluate(async (db) => {
+    const { Outbox } = window.pkg;
+    const glue = await import("/pkg/outbox_idb.js" as string);
+    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+    const broken = Object.create(glue.Outbox.prototype);
+    broken.__wbg_ptr = 0xffffff00;
+    const put = IDBObjectStore.prototype.put;
+    let trapNext = true;
+    IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: unknown[]) {
+      const request = put.apply(this, args as [unknown]);
+      if (trapNext) {
+        trapNext = false;
+        try {
+          broken.close();
+        } catch (_) {
+          // swallowed: the replace is not told
+        }
+      }
+      return request;
+    };
+    const code = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
+      () => "none",
+      (e: any) => e.code,
+    );
+    IDBObjectStore.prototype.put = put;
+    const left = (await outbox.rows("o")).length;
+    outbox.close();
+    return { code, left };
+  }, `db-${uid()}`);
+  expect(result).toEqual({ code: "INTERNAL", left: 0 });
+});
+
 test("a trap outside any call is reported once and rethrown as it is", async ({ context }) => {
   const page = await packagePage(context);
   const errors: string[] = [];

@@ -1,11 +1,11 @@
 //! What a panic leaves behind. A panic is a bug, never an answer to bad input (that is a
 //! coded error). The package's module is built with panics as traps
-//! (`-Cpanic=immediate-abort`, scripts/build.sh: −3.6 KB gzip): the panicking code executes
+//! (`-Cpanic=immediate-abort`, scripts/build.sh: −3.9 KB gzip with the hook left out): the panicking code executes
 //! `unreachable`, no destructor runs, no hook, and the future being polled is never polled
 //! again. The trap reaches JavaScript as a `WebAssembly.RuntimeError` thrown out of the
 //! call into the module; the package's glue catches it at every call into the module
-//! (`scripts/guard-traps.mjs`) and calls [`trapped`], which does what unwinding would have
-//! done:
+//! (`scripts/guard-traps.mjs`) and calls [`clean_up`], then [`report`], which do what
+//! unwinding would have done:
 //!
 //! - it aborts every readwrite transaction whose writes are not all issued
 //!   ([`crate::idb::transaction::Armed`]); IndexedDB would otherwise commit the half that
@@ -13,12 +13,14 @@
 //! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
 //!   which would otherwise never settle;
 //! - it releases the turns of flushes (`turn.rs`), which no dropped future will;
-//! - it writes the message to `console.error`: the trap's text and the module's function
-//!   and offset where it happened (a build with names, `OUTBOX_KEEP_NAMES=1`, names them).
+//! - it writes the message to `console.error`: the trap's text and, where the engine's
+//!   stack gives them (V8, SpiderMonkey), the index of the module's function and the offset
+//!   where it happened (`wasm-function[N]:0x…`), which locate it in the build of that
+//!   version.
 //!
 //! A build with panic messages (the tests', or `OUTBOX_PREBUILT_STD=1`) installs a panic
-//! hook instead ([`install`]), which calls [`trapped`] with the panic's message before the
-//! trap.
+//! hook instead ([`install`]), which does the same with the panic's message before the
+//! trap; the guard then leaves the trap unreported.
 //!
 //! The instance goes on: other calls, old handles and new `Outbox.open`s keep working
 //! (`tests/panic.rs`, `tests/e2e/trap.spec.ts`). wasm-bindgen's `schedule_reinit` would
@@ -41,22 +43,42 @@ thread_local! {
     static POLLED: Cell<Option<Rc<Function>>> = const { Cell::new(None) };
 }
 
-/// What a panic or a trap leaves behind is cleaned up, and `message` reported (see the
-/// module's text). Called by the glue's guard on a trap, and by the panic hook of builds
-/// that have one.
-pub fn trapped(message: &str) {
+/// What a panic or a trap leaves behind, cleaned up: the transactions it left half-issued
+/// aborted and the flushes' turns released. Allocates nothing, so that it works even after
+/// a trap in the allocator (its message is reported after, by [`report`]).
+pub fn clean_up() {
     crate::idb::transaction::abort_armed();
     crate::turn::release_all();
+}
+
+/// The API call being polled rejected with `INTERNAL` and `message`, and `message` written
+/// to the console.
+pub fn report(message: &str) {
     if let Some(reject) = POLLED.with(Cell::take) {
         let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.to_owned()).into());
     }
     let _ = crate::js::console_error_text(message);
 }
 
-/// The glue's guard (`scripts/guard-traps.mjs`) reports a trap here. Not part of the API.
+thread_local! {
+    /// A build with a panic hook: the hook cleaned up and reported the panic whose trap the
+    /// glue's guard is about to report again.
+    static HOOK_REPORTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The glue's guard (`scripts/guard-traps.mjs`) reports a trap here first. Not part of the
+/// API.
 #[wasm_bindgen(js_name = "__outboxTrapped", skip_typescript)]
-pub fn trapped_js(message: &str) {
-    trapped(message);
+pub fn trapped_js() {
+    clean_up();
+}
+
+/// Then here, with the message. Not part of the API.
+#[wasm_bindgen(js_name = "__outboxTrapReport", skip_typescript)]
+pub fn trap_report_js(message: &str) {
+    if !HOOK_REPORTED.with(|r| r.replace(false)) {
+        report(message);
+    }
 }
 
 /// Installs the hook, in place of any other (once per instance, at start; again in a test,
@@ -82,7 +104,9 @@ pub fn install() {
             }
             message.push(')');
         }
-        trapped(&message);
+        clean_up();
+        report(&message);
+        HOOK_REPORTED.with(|r| r.set(true));
     }));
 }
 

@@ -76,8 +76,8 @@ impl Drop for Turn {
     }
 }
 
-/// Releases every turn of the instance (the panic hook: the stranded flush will never drop
-/// its `Turn`), and forgets that the tabs hold them, so that their next flushes ask again.
+/// Releases every turn of the instance (`panic::clean_up`, after a panic or a trap: the
+/// stranded flush will never drop its `Turn`), and forgets that the tabs hold them, so that their next flushes ask again.
 pub fn release_all() {
     let all = RELEASES.with(|r| r.try_borrow_mut().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default());
     for (_, f, held) in all {

@@ -82,7 +82,7 @@ thread_local! {
     static ARMED: RefCell<Vec<IdbTransaction>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Aborts every armed transaction (the panic hook, `panic.rs`).
+/// Aborts every armed transaction (`panic::clean_up`: after a panic or a trap).
 pub(crate) fn abort_armed() {
     // A panic while the list itself is borrowed leaves it as it is.
     let armed = ARMED.with(|a| a.try_borrow_mut().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default());
@@ -110,17 +110,25 @@ impl Armed {
     }
 }
 
+/// Takes `tx` off the list. A list left borrowed by a trap in the middle of a push stays as
+/// it is: a failure to forget must not stop an abort.
 fn forget(tx: &IdbTransaction) {
-    ARMED.with(|a| a.borrow_mut().retain(|t| t != tx));
+    ARMED.with(|a| {
+        if let Ok(mut a) = a.try_borrow_mut() {
+            a.retain(|t| t != tx);
+        }
+    });
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
         if let Some(tx) = self.0.take() {
-            forget(&tx);
-            // Fails only if it already finished: aborted by a failed request, or committed
-            // before any write was issued. Either way nothing of this replace was written.
+            // Aborted first: nothing after it can keep the half-issued writes from being
+            // dropped. Fails only if it already finished: aborted by a failed request, or
+            // committed before any write was issued. Either way nothing of this replace was
+            // written.
             let _ = tx.abort();
+            forget(&tx);
         }
     }
 }
