@@ -122,7 +122,7 @@ fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
     if EXACT && (n.is_i64() || n.is_u64()) {
         // The integer's digits through serde_json's writer of a `Value`, which the module
         // holds anyway, not its `Display` (issue 35): the same digits.
-        out.push_str(&crate::json::text(&Value::Number(n.clone())));
+        out.push_str(&crate::text::json(&Value::Number(n.clone())));
         return;
     }
     let f = n.as_f64().unwrap_or(0.0);
@@ -148,7 +148,7 @@ fn write_number<const EXACT: bool>(out: &mut String, n: &serde_json::Number) {
 fn push_js_number(out: &mut String, f: f64) {
     // Through serde_json's writer of a `Value`, which the module holds anyway, not the
     // number's `Display` (issue 35: that linked core::fmt's path for it); the same digits.
-    let text = serde_json::Number::from_f64(f).map_or(String::new(), |n| crate::json::text(&Value::Number(n)));
+    let text = serde_json::Number::from_f64(f).map_or(String::new(), |n| crate::text::json(&Value::Number(n)));
     // `text` is `-`? digits (`.` digits)? (`e` sign? digits)?: the value is
     // 0.`digits` × 10^`point`, once the leading zeros are gone.
     let mut digits: Vec<u8> = Vec::new();

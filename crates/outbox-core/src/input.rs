@@ -121,7 +121,7 @@ impl NewOperation {
             Some(Value::String(s)) => {
                 Kind::parse(s).ok_or_else(|| InputError::UnknownKind(crate::text::concat(&["`", s, "`"])))?
             }
-            other => return Err(InputError::UnknownKind(other.map_or("nothing".into(), crate::json::text))),
+            other => return Err(InputError::UnknownKind(other.map_or("nothing".into(), crate::text::json))),
         };
         let target = match obj.get("target") {
             None | Some(Value::Null) => None,

@@ -31,13 +31,7 @@ pub fn unexpected(v: &Value) -> String {
     }
 }
 
-/// `v` as JSON text, through serde_json's writer of a `Value` (which never fails for one):
-/// one call of it for every message and number written from a value (issue 35).
-#[must_use]
-#[inline(never)]
-pub fn text(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
+pub use crate::text::json as text;
 
 /// `s` quoted as Rust's `{s:?}` writes it (serde's wording), without `Debug`: the package's
 /// module is built with `-Z fmt-debug=none` (issue 35), where `{s:?}` writes nothing.

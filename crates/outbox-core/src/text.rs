@@ -42,6 +42,14 @@ pub fn boolean(b: bool) -> &'static str {
     }
 }
 
+/// `v` as JSON text, through serde_json's writer of a `Value` (which never fails for one):
+/// one call of it for every message and number written from a value (issue 35).
+#[must_use]
+#[inline(never)]
+pub fn json(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
