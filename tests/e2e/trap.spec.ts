@@ -5,54 +5,67 @@
 // the message goes to the console, and the instance goes on. A trap is made here as a bug
 // would make one: a call into the module through a handle whose pointer is out of the
 // module's memory, met in the middle of an enqueue's replace (from inside its first put).
-import { test, expect } from "@playwright/test";
+import { test, expect, type BrowserContext, type Page } from "@playwright/test";
 import { uid } from "./helpers";
 import { packagePage } from "./configured";
 
-test("a trap mid-replace rejects the call with INTERNAL, writes nothing, and the instance goes on", async ({ context }) => {
+/**
+ * A package page whose `window.t.open(db)` opens an outbox and a handle of the module's
+ * class whose pointer lies beyond its memory (`broken`: any call through it traps, an
+ * out-of-bounds load, as a panic does in this build), and whose `window.t.trapInPut(rethrow)`
+ * makes the next IndexedDB put call through `broken`: the trap's error is rethrown from
+ * the put, or swallowed there. Console errors are collected in `errors`.
+ */
+async function trapPage(context: BrowserContext): Promise<{ page: Page; errors: string[] }> {
   const page = await packagePage(context);
   const errors: string[] = [];
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(m.text());
   });
-  const result = await page.evaluate(async (db) => {
-    const { Outbox } = window.pkg;
-    const glue = await import("/pkg/outbox_idb.js" as string);
-    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
-    // A handle of the module's class whose pointer lies beyond its memory: any call through
-    // it traps (an out-of-bounds load), as a panic does in this build.
-    const broken = Object.create(glue.Outbox.prototype);
-    broken.__wbg_ptr = 0xffffff00;
-    const put = IDBObjectStore.prototype.put;
-    let trapNext = false;
-    let trapped: unknown = null;
-    IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: unknown[]) {
-      const request = put.apply(this, args as [unknown]);
-      if (trapNext) {
-        trapNext = false;
-        try {
-          broken.close();
-        } catch (e) {
-          trapped = e;
-          throw e;
-        }
-      }
-      return request;
+  await page.evaluate(() => {
+    const t = window.t;
+    t.open = async (db: string) => {
+      const glue = await import("/pkg/outbox_idb.js" as string);
+      t.outbox = await window.pkg.Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+      t.broken = Object.create(glue.Outbox.prototype);
+      t.broken.__wbg_ptr = 0xffffff00;
     };
-    trapNext = true;
-    const first = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
+    const put = IDBObjectStore.prototype.put;
+    t.trapInPut = (rethrow: boolean) => {
+      IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: unknown[]) {
+        IDBObjectStore.prototype.put = put;
+        const request = put.apply(this, args as [unknown]);
+        try {
+          t.broken.close();
+        } catch (e) {
+          t.trapped = (e as Error).constructor.name;
+          if (rethrow) throw e;
+        }
+        return request;
+      };
+    };
+  });
+  return { page, errors };
+}
+
+test("a trap mid-replace rejects the call with INTERNAL, writes nothing, and the instance goes on", async ({ context }) => {
+  const { page, errors } = await trapPage(context);
+  const result = await page.evaluate(async (db) => {
+    const t = window.t;
+    await t.open(db);
+    t.trapInPut(true);
+    const first = await t.outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
       () => ({ code: "none", message: "" }),
       (e: any) => ({ code: e.code, message: String(e.message) }),
     );
-    IDBObjectStore.prototype.put = put;
-    const afterTrap = (await outbox.rows("o")).length;
+    const afterTrap = (await t.outbox.rows("o")).length;
     // The instance goes on: the same handle enqueues, and a new one opens and reads it.
-    await outbox.enqueue({ owner: "o", kind: "create", body: { n: 2 } });
-    const again = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
+    await t.outbox.enqueue({ owner: "o", kind: "create", body: { n: 2 } });
+    const again = await window.pkg.Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
     const bodies = (await again.rows("o")).map((r: any) => r.body.n);
-    outbox.close();
+    t.outbox.close();
     again.close();
-    return { first, afterTrap, bodies, trapKind: (trapped as Error)?.constructor?.name };
+    return { first, afterTrap, bodies, trapKind: t.trapped };
   }, `db-${uid()}`);
   expect(result.trapKind).toBe("RuntimeError");
   expect(result.first.code).toBe("INTERNAL");
@@ -66,59 +79,35 @@ test("a trap mid-replace rejects the call with INTERNAL, writes nothing, and the
 // if nothing had happened, so only the guard's clean-up (the armed transaction aborted)
 // keeps them from committing.
 test("after a trap mid-replace, the transaction left armed is aborted by the guard's clean-up", async ({ context }) => {
-  const page = await packagePage(context);
+  const { page } = await trapPage(context);
   const result = await page.evaluate(async (db) => {
-    const { Outbox } = window.pkg;
-    const glue = await import("/pkg/outbox_idb.js" as string);
-    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
-    const broken = Object.create(glue.Outbox.prototype);
-    broken.__wbg_ptr = 0xffffff00;
-    const put = IDBObjectStore.prototype.put;
-    let trapNext = true;
-    IDBObjectStore.prototype.put = function (this: IDBObjectStore, ...args: unknown[]) {
-      const request = put.apply(this, args as [unknown]);
-      if (trapNext) {
-        trapNext = false;
-        try {
-          broken.close();
-        } catch (_) {
-          // swallowed: the replace is not told
-        }
-      }
-      return request;
-    };
-    const code = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
+    const t = window.t;
+    await t.open(db);
+    t.trapInPut(false);
+    const code = await t.outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } }).then(
       () => "none",
       (e: any) => e.code,
     );
-    IDBObjectStore.prototype.put = put;
-    const left = (await outbox.rows("o")).length;
-    outbox.close();
-    return { code, left };
+    const left = (await t.outbox.rows("o")).length;
+    t.outbox.close();
+    return { code, left, trapKind: t.trapped };
   }, `db-${uid()}`);
-  expect(result).toEqual({ code: "INTERNAL", left: 0 });
+  expect(result).toEqual({ code: "INTERNAL", left: 0, trapKind: "RuntimeError" });
 });
 
 test("a trap outside any call is reported once and rethrown as it is", async ({ context }) => {
-  const page = await packagePage(context);
-  const errors: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") errors.push(m.text());
-  });
+  const { page, errors } = await trapPage(context);
   const result = await page.evaluate(async (db) => {
-    const { Outbox } = window.pkg;
-    const glue = await import("/pkg/outbox_idb.js" as string);
-    const outbox = await Outbox.open({ dbName: db, send: () => ({ type: "success", receipt: {} }) });
-    const broken = Object.create(glue.Outbox.prototype);
-    broken.__wbg_ptr = 0xffffff00;
+    const t = window.t;
+    await t.open(db);
     let thrown = "";
     try {
-      broken.close();
+      t.broken.close();
     } catch (e) {
       thrown = (e as Error).constructor.name;
     }
-    const row = await outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } });
-    outbox.close();
+    const row = await t.outbox.enqueue({ owner: "o", kind: "create", body: { n: 1 } });
+    t.outbox.close();
     return { thrown, id: typeof row.id };
   }, `db-${uid()}`);
   expect(result).toEqual({ thrown: "RuntimeError", id: "string" });
