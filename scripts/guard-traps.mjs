@@ -28,12 +28,12 @@ if (!/^export function __outboxTrapped\(\) \{$/m.test(glue)) fail("no `export fu
 if (!/^export function __outboxTrapReport\(message\) \{$/m.test(glue)) fail("no `export function __outboxTrapReport(message)`");
 if (glue.includes("function guardTraps(")) fail("the glue is guarded already");
 
+// The guard as it goes into the glue, with one line of comment: the glue ships unminified
+// (a trap seen by several nested calls is reported once; one met while reporting, not at
+// all; the clean-up allocates nothing in the module, which the trap may have left with a
+// broken allocator, so it goes before the message).
 const guard = `
-// A trap in the module (a panic: the package is built with panics as traps) throws a
-// WebAssembly.RuntimeError out of the call that met it. Every call into the module goes
-// through these wrappers, which report the trap to the module before rethrowing it: the
-// module then does what unwinding would have done (crates/outbox-idb/src/panic.rs). A trap
-// seen by several nested calls is reported once; one met while reporting, not at all.
+// Traps (panics) reported to the module before rethrowing: scripts/guard-traps.mjs.
 let trapSeen = null;
 let trapReporting = false;
 function guardTraps(exports) {
@@ -47,14 +47,10 @@ function guardTraps(exports) {
                 if (e instanceof WebAssembly.RuntimeError && e !== trapSeen && !trapReporting) {
                     trapSeen = e;
                     trapReporting = true;
-                    // First the clean-up, which allocates nothing in the module (the trap
-                    // may have left its allocator broken), then the message.
                     for (const step of [__outboxTrapped, () => __outboxTrapReport(trapMessage(e))]) {
                         try {
                             step();
-                        } catch (_) {
-                            // This step failed too: the trap is rethrown as it is.
-                        }
+                        } catch (_) {}
                     }
                     trapReporting = false;
                 }
