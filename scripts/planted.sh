@@ -90,8 +90,11 @@ for p in "${chosen[@]}"; do
   started=$(date +%s)
   echo "==> planted $name: $what"
   rm -rf "$work"; mkdir -p "$work"
-  # The work tree as it is (tracked and new files, not ignored ones), then the bug.
-  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$work"
+  # The work tree as it is (tracked and new files, not ignored ones), then the bug. Every
+  # file dated now (`-m`): with the tree's own dates, a source the previous patch changed
+  # came back older than the build made from it, and cargo kept that build: the patch ran
+  # with the previous patch's bug (a build-only patch ran with all of it).
+  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -m -xf - -C "$work"
   ln -s "$root/node_modules" "$work/node_modules"
   ln -s "$CARGO_TARGET_DIR" "$work/target"
   (cd "$work" && git apply "$root/$p")
