@@ -94,6 +94,16 @@ function summarize(label: string, start: number, end: number, tl: { tx: any[]; f
     ...[...byShape.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 14)
       .map(([k, v]) => `  ${String(v.n).padStart(5)} × ${k}: ${v.ms.toFixed(0)} ms, ${(v.ms / v.n).toFixed(2)} ms each (to 1st request ${(v.open / v.n).toFixed(2)}, 1st→last request ${(v.issue / v.n).toFixed(2)}, last request→complete ${(v.commit / v.n).toFixed(2)})`),
   ];
+  // The readwrite transactions by tenth of the flush (in order): a cost that grows or
+  // shrinks with the queue's size shows here.
+  if (rw.length >= 20) {
+    const tenths: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const part = rw.slice(Math.floor((i * rw.length) / 10), Math.floor(((i + 1) * rw.length) / 10));
+      tenths.push((dur(part) / part.length).toFixed(1));
+    }
+    lines.push(`readwrite ms each, by tenth of the flush: ${tenths.join(" ")}`);
+  }
   // Sends in flight over time (fetch), sampled every ms.
   const f = tl.fetch.filter((x) => x.t0 >= start - 1);
   if (f.length) {

@@ -22,15 +22,18 @@ export async function enqueue(context: BrowserContext, page: Page, n: number, ru
 
 /** One flush of `n` queued rows in one page. `send`: "instant" or "fetch" (creates to the gate). */
 export async function flush(context: BrowserContext, page: Page, n: number, runs: number, send: "instant" | "fetch") {
-  return measure(runs, async () => {
-    await benchPage(context, fresh(`flush-${send}`), "tab-a", page);
-    const owner = fresh("owner");
-    await call(page, "seed", owner, n, send === "fetch" ? "create" : "update");
-    const r = await call(page, "flush", owner, send);
-    await call(page, "takeSent");
-    expect(r.succeeded, `flush (${send}) sent every row`).toBe(n);
-    return r.end - r.start;
-  });
+  return measure(runs, () => flushOnce(context, page, n, send));
+}
+
+/** One such flush (ms), on a fresh database. */
+export async function flushOnce(context: BrowserContext, page: Page, n: number, send: "instant" | "fetch") {
+  await benchPage(context, fresh(`flush-${send}`), "tab-a", page);
+  const owner = fresh("owner");
+  await call(page, "seed", owner, n, send === "fetch" ? "create" : "update");
+  const r = await call(page, "flush", owner, send);
+  await call(page, "takeSent");
+  expect(r.succeeded, `flush (${send}) sent every row`).toBe(n);
+  return r.end - r.start;
 }
 
 /**
@@ -106,10 +109,13 @@ export async function pagesInTurns(context: BrowserContext, page: Page, n: numbe
 
 /** The network alone: `n` POSTs to the gate from the page, `inFlight` at a time, no IndexedDB. */
 export async function posts(context: BrowserContext, page: Page, n: number, runs: number, inFlight = 16) {
-  return measure(runs, async () => {
-    await benchPage(context, fresh("posts"), "tab-a", page);
-    const r = await call(page, "posts", fresh("owner"), n, inFlight);
-    expect(r.ok, "every POST succeeded").toBe(n);
-    return r.ms;
-  });
+  return measure(runs, () => postsOnce(context, page, n, inFlight));
+}
+
+/** One run of the POSTs alone (ms). */
+export async function postsOnce(context: BrowserContext, page: Page, n: number, inFlight = 16) {
+  await benchPage(context, fresh("posts"), "tab-a", page);
+  const r = await call(page, "posts", fresh("owner"), n, inFlight);
+  expect(r.ok, "every POST succeeded").toBe(n);
+  return r.ms;
 }

@@ -5,8 +5,8 @@ export const QUICK = process.env.BENCH_QUICK === "1";
 
 /** Sizes of the figures. Full: issue 12's; quick: small enough for CI (~2 minutes). */
 export const SIZES = QUICK
-  ? { small: 200, large: 1_000, pages: 400, fetchSmall: 200, fetchLarge: 500, others: [1_000, 10_000], own: 100, runs: 1, runsLarge: 1 }
-  : { small: 1_000, large: 10_000, pages: 2_000, fetchSmall: 1_000, fetchLarge: 5_000, others: [1_000, 100_000], own: 100, runs: 5, runsLarge: 1 };
+  ? { small: 200, large: 1_000, pages: 400, fetchSmall: 200, fetchLarge: 500, others: [1_000, 10_000], own: 100, runs: 1, runsLarge: 1, turnsLarge: 1 }
+  : { small: 1_000, large: 10_000, pages: 2_000, fetchSmall: 1_000, fetchLarge: 5_000, others: [1_000, 100_000], own: 100, runs: 5, runsLarge: 1, turnsLarge: 2 };
 
 let serial = 0;
 /** A name no earlier measurement used (each measurement gets a fresh database or owner). */
@@ -33,4 +33,19 @@ export async function measure(runs: number, once: () => Promise<number>): Promis
   const all: number[] = [];
   for (let i = 0; i < runs; i++) all.push(await once());
   return { ms: median(all), runs: all };
+}
+
+/**
+ * `a` and `b`, `runs` times each, taking turns (a b, b a, a b, …): the medians and every run
+ * of each. An origin's databases share one backing store, so a figure measured after another
+ * pays for the storage the other left; in turns, each pays as much as the figure it is
+ * compared with (as the pages' figures, bench/lib/outbox.ts `pagesInTurns`).
+ */
+export async function inTurns(runs: number, a: () => Promise<number>, b: () => Promise<number>) {
+  const [ra, rb]: number[][] = [[], []];
+  for (let i = 0; i < runs; i++) {
+    if (i % 2 === 0) ra.push(await a()), rb.push(await b());
+    else rb.push(await b()), ra.push(await a());
+  }
+  return [{ ms: median(ra), runs: ra }, { ms: median(rb), runs: rb }] as const;
 }
