@@ -47,12 +47,15 @@ impl Scope {
     }
 
     /// True if a stored value belongs to this scope.
+    ///
+    /// The field that tells rows of one owner apart is looked up first: a transaction's
+    /// rows are mostly of one owner, and each look-up hashes its key (issue 35).
     #[must_use]
     pub fn contains(&self, raw: &Value) -> bool {
         match self {
             Scope::Target { owner, target } => {
-                raw.get("owner").and_then(Value::as_str) == Some(owner)
-                    && raw.get("target").and_then(Value::as_str) == Some(target)
+                raw.get("target").and_then(Value::as_str) == Some(target)
+                    && raw.get("owner").and_then(Value::as_str) == Some(owner)
             }
             Scope::Id(id) => raw.get("id").and_then(Value::as_str) == Some(id),
             Scope::Owner(owner) => {
@@ -60,8 +63,8 @@ impl Scope {
                     && raw.get("savedAt").is_some_and(Value::is_number)
             }
             Scope::Span { owner, from, to, .. } => {
-                raw.get("owner").and_then(Value::as_str) == Some(owner)
-                    && raw.get("savedAt").and_then(Value::as_f64).is_some_and(|t| *from <= t && t <= *to)
+                raw.get("savedAt").and_then(Value::as_f64).is_some_and(|t| *from <= t && t <= *to)
+                    && raw.get("owner").and_then(Value::as_str) == Some(owner)
             }
         }
     }
