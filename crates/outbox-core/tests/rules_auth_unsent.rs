@@ -121,4 +121,8 @@ fn s6_auth_answer_must_stop_a_send_already_queued_but_not_yet_polled() {
         "sent after the auth answer ended the flush (expired session): {sent_after_auth:?}"
     );
     assert_eq!(state(&d.store, "r2"), RowState::Queued, "claimed but unsent: released to queued");
+    // The report counts each row once: r0 and r1 went out (`claimed`), r2 did not
+    // (`released`), although its send had been asked for before the auth answer.
+    let rep = d.flush.report();
+    assert_eq!((rep.claimed, rep.released, rep.succeeded, rep.held), (2, 1, 1, 1), "{rep:?}");
 }

@@ -81,8 +81,6 @@ pub struct Flush {
     /// no claims until it is back.
     refreshing: Option<Token>,
     memory: Memory,
-    /// Send requests made so far (`maxRows` counts them).
-    sends: u64,
     /// Sends asked for and not answered yet: at most `concurrency`.
     in_flight: usize,
     /// Rows claimed ahead of their send (each a [`Task::Sending`] whose request is not made
@@ -146,7 +144,6 @@ impl Flush {
             held: Numbered::default(),
             refreshing: None,
             memory: Memory::default(),
-            sends: 0,
             in_flight: 0,
             ready: VecDeque::new(),
             send_ready_at: Millis(i64::MIN),
@@ -343,7 +340,7 @@ impl Flush {
         }
         for token in unsent {
             self.in_flight = self.in_flight.saturating_sub(1);
-            self.sends = self.sends.saturating_sub(1);
+            self.report.claimed = self.report.claimed.saturating_sub(1);
             self.release_claimed(token, out);
         }
         self.release_ready(out);
@@ -496,10 +493,17 @@ impl Flush {
                     return;
                 }
                 self.in_flight += 1;
-                self.sends += 1;
+                self.count_send();
             }
             self.requests.push_back(req);
         }
+    }
+
+    /// A send request made: the report's `claimed` counts the rows claimed **and sent**
+    /// (a row claimed ahead and released unsent is `released` only), and `maxRows` counts
+    /// the same sends.
+    fn count_send(&mut self) {
+        self.report.claimed += 1;
     }
 
     /// Sends the rows claimed ahead while fewer than `concurrency` sends are out. One that
@@ -517,7 +521,7 @@ impl Flush {
             }
             if let Some(req) = task.request(token, &self.opts) {
                 self.in_flight += 1;
-                self.sends += 1;
+                self.count_send();
                 self.requests.push_back(req);
             }
         }

@@ -151,7 +151,7 @@ impl Flush {
         self.send_ready(out);
         if let (Phase::Draining { .. }, None) = (self.phase, self.refreshing) {
             self.claim_batch(out);
-            if self.opts.max_rows.is_some_and(|m| self.sends >= m) {
+            if self.opts.max_rows.is_some_and(|m| self.report.claimed >= m) {
                 self.phase = Phase::Ending { why: Ending::MaxRows, reading: None };
             }
         }
@@ -183,7 +183,7 @@ impl Flush {
         let room = limit.saturating_sub(self.used_slots());
         let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
             // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
-            let coming = self.sends + self.claims_in_progress() + self.ready.len() as u64;
+            let coming = self.report.claimed + self.claims_in_progress() + self.ready.len() as u64;
             usize::try_from(m.saturating_sub(coming)).unwrap_or(usize::MAX)
         });
         // Claim in batches: wait until room for half the sends is free (when nothing runs,

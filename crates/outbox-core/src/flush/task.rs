@@ -208,7 +208,6 @@ impl Task {
                     }
                     return Wait::Spawn(vec![Task::Release(unsent)], unclaimed);
                 }
-                report.claimed += claimed.len() as u64;
                 let mut sends = Vec::with_capacity(claimed.len());
                 for (row, ticket, before) in claimed {
                     sends.push(Task::Sending { row, ticket, before });
