@@ -149,7 +149,10 @@ import { gzipSync } from "node:zlib";
 // (-C panic=immediate-abort, the glue's guard reporting a trap to the module: −3.9 KB), then
 // no core::fmt left (every message pieced from its texts and numbers: −0.7 KB) and messages
 // that name a key first built by one function (−0.6 KB with the smaller pieces).
-const BUDGET_GZIP_BYTES = 119_800;
+// Raised to 119,900 (to 119,894, 2026-12-07 evening; still ≤ 120 KB): a flush stopped by
+// its deadline with rows left reports them due at once (contract §8, +105 B), so that a
+// service worker's `sync` is fired again rather than ending with them queued.
+const BUDGET_GZIP_BYTES = 119_900;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

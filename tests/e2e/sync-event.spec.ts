@@ -58,10 +58,11 @@ async function openPage(context: BrowserContext): Promise<Page> {
   return page;
 }
 
-/** Registers the fixture's worker (the outbox on `db` for `user`, answering `tag`) and
- * waits until it is active and its outbox open; its DevTools registration id. */
-async function registerWorker(context: BrowserContext, page: Page, tag?: string) {
-  const q = new URLSearchParams({ db, user, ...(tag ? { tag } : {}) });
+/** Registers the fixture's worker (the outbox on `db` for `user`, answering `tag`; `extra`:
+ * more of its parameters, `budget` its sync budget in ms) and waits until it is active and
+ * its outbox open; its DevTools registration id. */
+async function registerWorker(context: BrowserContext, page: Page, tag?: string, extra: Record<string, string> = {}) {
+  const q = new URLSearchParams({ db, user, ...(tag ? { tag } : {}), ...extra });
   const cdp = await context.newCDPSession(page);
   const registrations: string[] = [];
   cdp.on("ServiceWorker.workerRegistrationUpdated", (e: any) => {
@@ -181,6 +182,26 @@ test("rows left after the sync flush (a retryable failure): the sync event's pro
   expect(hook.sends).toEqual([id]); // attempted once, answered 503
   expect(await appliedById()).toEqual({});
   expect((await queued(page)).map((r) => [r.id, r.state])).toEqual([[id, "queued"]]);
+});
+
+test("a sync whose budget runs out with rows left rejects too, though they are due at once: resolving it would drop the browser's sync with them queued", async ({ context }) => {
+  const page = await openPage(context);
+  // A budget of 300 ms, sends that take 600 ms: the first sends (16 in flight, 8 rows
+  // claimed ahead) answer after the budget, so the flush stops with rows it never reached.
+  const { cdp, registrationId, worker } = await registerWorker(context, page, undefined, { budget: "300" });
+  const ids = await rowsLeftOffline(context, page, worker, 30);
+  await worker.evaluate(() => ((self as any).syncTest.delaySendsMs = 600));
+
+  await dispatchSync(cdp, registrationId, DEFAULT_TAG);
+  await expect.poll(async () => (await seen(worker)).waits.map((w) => w.state), { timeout: 15_000 }).toEqual(["rejected"]);
+  expect((await seen(worker)).waits[0].error).toMatch(/rows left for a later sync/);
+  // The report's `nextDueAt` is the instant the flush stopped: the worker's scheduler
+  // flushes again at once (no budget outside a `sync`), and every row is applied once.
+  await expect.poll(async () => Object.keys(await appliedById()).sort(), { timeout: 30_000 }).toEqual([...ids].sort());
+  expect(Object.values(await appliedById())).toEqual(Array(ids.length).fill(1));
+  const sends = (await seen(worker)).sends;
+  expect(new Set(sends).size).toBe(sends.length); // none sent twice
+  await expect.poll(async () => (await queued(page)).length).toBe(0);
 });
 
 test("a sync that finds the rows waiting out a backoff rejects too: resolving it would drop the browser's sync while they wait", async ({ context }) => {

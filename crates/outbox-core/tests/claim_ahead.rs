@@ -181,6 +181,31 @@ fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_
 }
 
 #[test]
+fn s8_a_claim_batch_met_by_the_deadline_leaves_the_flush_due_again_at_once() {
+    // As above, but the deadline passes while the claim batch (and the first answer's ACK)
+    // wait to be written: the write's plan is where the flush learns it. Its rows, and the
+    // row claimed ahead that it releases, are left sendable: `nextDueAt` is the instant it
+    // stopped (§8 when to flush next), not the read's `null`.
+    let mut w = World::new(1);
+    records(&mut w, 5);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+    });
+    fill_air(&mut w);
+    w.deliver(A, 0);
+    assert!(w.tabs[A].inbox.iter().any(|r| matches!(r, Request::Write { .. })), "{:?}", w.tabs[A].inbox);
+    w.advance(A, 100);
+    while let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. })) {
+        w.step(A, i, &mut truthful);
+    }
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(rep.next_due_at, Some(now + 100), "{rep:?}");
+    assert!(!w.store.read_owner("alice").is_empty(), "rows are left");
+}
+
+#[test]
 fn s8_an_ack_written_after_the_deadline_is_applied_and_ends_the_flush_without_another_read() {
     // The only row's answer comes before the deadline, its ACK is written after it: the
     // answer is applied, and the flush ends there (no new round of the queue).

@@ -284,8 +284,35 @@ fn s8_a_flush_whose_queue_is_read_at_its_deadline_claims_nothing_and_asks_no_por
     assert_eq!(asked, ["ReadOwner"], "one read, then nothing: no claim, no findCreateReceipt");
     let rep = w.tabs[A].reports.last().unwrap();
     assert_eq!((rep.claimed, rep.stale, rep.skipped), (0, 0, 0));
+    assert_eq!(rep.next_due_at, Some(now), "the five rows the read found are sendable at once");
     assert_eq!(w.store.read_owner("alice"), before, "every row is left exactly as it was");
     assert!(w.server.received.is_empty());
+}
+
+/// §8 when to flush next: a read at the deadline that finds nothing sendable reports the
+/// rows' own due time, not the deadline (only rows left sendable make the flush due at once).
+#[test]
+fn s8_a_read_at_the_deadline_reports_the_rows_due_time_or_now_when_one_is_sendable() {
+    let mut w = World::new(1);
+    five_records(&mut w);
+    let now = w.tabs[A].now.0;
+    // Every row answered a retryable failure: each waits out its backoff.
+    w.start_flush(A, "alice");
+    let rep = w.drain(A, &mut |_, _| outbox_core::Outcome::transient("HTTP_503"));
+    assert_eq!(rep.deferred, 5);
+    let due = rep.next_due_at.expect("the backoff's end");
+    assert!(due > now, "{due}");
+    w.start_flush_with(A, "alice", |o| o.deadline = Some(Millis(now)));
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(rep.claimed, 0);
+    assert_eq!(rep.next_due_at, Some(due), "not due before the backoff ends");
+    // One row more, sendable now: the same read makes the flush due at once, the earlier
+    // of the two.
+    w.server.seed_record("w:9", 1);
+    let _ = w.enqueue(A, update("alice", "w:9", json!({"x": 9})));
+    w.start_flush_with(A, "alice", |o| o.deadline = Some(Millis(now)));
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(rep.next_due_at, Some(now), "w:9 is left sendable");
 }
 
 #[test]
@@ -317,6 +344,7 @@ fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_a
     let rep = w.drain(A, &mut truthful);
     assert_eq!((rep.claimed, rep.succeeded), (2, 2), "both answers applied, nothing more claimed (nor counted)");
     assert_eq!(rep.released, 1, "the row claimed ahead is not sent after the deadline");
+    assert_eq!(rep.next_due_at, Some(now + 100), "three rows left, sendable from the instant it stopped");
     assert_eq!(w.server.received.len(), 2);
     let left = w.store.read_owner("alice");
     assert_eq!(left.len(), 3);

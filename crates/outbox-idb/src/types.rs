@@ -255,7 +255,8 @@ export interface FlushReport {
   /** The flush was told the network is down: it did nothing. */
   offline: boolean;
   /** The earliest instant after now at which a row not sendable now may become sendable (a
-   *  row's `nextAttemptAt`, another tab's lease end), or `null` (SPEC §8): a timer's time. */
+   *  row's `nextAttemptAt`, another tab's lease end), at most the instant the flush stopped
+   *  when its deadline stopped it with rows left, or `null` (SPEC §8): a timer's time. */
   nextDueAt: number | null;
 }
 

@@ -203,11 +203,14 @@ impl Flush {
     /// the request's scopes as just read. `None`: write nothing.
     pub fn plan(&mut self, token: Token, current: &[Value], now: Millis, draws: &mut dyn Draws) -> Option<ReplacePlan> {
         let is_claim = matches!(self.tasks.get(&token)?, Task::Claim(_));
-        if self.past_deadline(now) && (is_claim || matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }))
-        {
+        let draining = matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. });
+        if self.past_deadline(now) && (is_claim || draining) {
             // §8 deadline: a batch asked for before it and written after it claims nothing;
             // its rows stay queued for the next flush (`handle_written` gets `None`). Rows
             // claimed ahead and not sent yet are released once this write is back.
+            if draining {
+                self.stopped_while_draining(now);
+            }
             self.end(Ending::Deadline);
             if is_claim {
                 return None;
@@ -219,6 +222,15 @@ impl Flush {
 
     fn past_deadline(&self, now: Millis) -> bool {
         self.opts.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// §8 when to flush next: stopped at its deadline before a read of the queue found
+    /// nothing more to send, the flush leaves rows that may be sendable at once (the ones
+    /// it did not reach, those it claimed ahead and released, those enqueued meanwhile), so
+    /// `nextDueAt` is at most `now`: a service worker's `sync` then fails, to be fired again,
+    /// instead of ending with them queued.
+    fn stopped_while_draining(&mut self, now: Millis) {
+        self.report.next_due_at = Some(self.report.next_due_at.map_or(now.0, |at| at.min(now.0)));
     }
 
     /// The result of a [`Request::Write`]: `None` when [`Flush::plan`] planned nothing.
@@ -288,6 +300,7 @@ impl Flush {
             self.send_ready_at = now;
             if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
                 // §8 deadline: no more rows go out, not even those claimed ahead.
+                self.stopped_while_draining(now);
                 self.end(Ending::Deadline);
                 self.release_ready(out);
             }

@@ -55,7 +55,7 @@ pub struct FlushReport {
     /// The flush was told the network is down, and did nothing (§8 offline).
     pub offline: bool,
     /// The earliest instant after the flush's last read of the queue at which a row not
-    /// sendable then may become sendable (§8 "when to flush next"), in ms; `None`
-    /// (`null`): none.
+    /// sendable then may become sendable (§8 "when to flush next"), in ms; at most the
+    /// instant the deadline stopped the flush with rows left; `None` (`null`): none.
     pub next_due_at: Option<i64>,
 }

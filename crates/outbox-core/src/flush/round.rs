@@ -60,6 +60,9 @@ impl Flush {
         self.report.next_due_at = selection.next_due_at.map(|at| at.0);
         if self.past_deadline(now) {
             // No claims and no port calls for orphans once the deadline has passed.
+            if !selection.sendable.is_empty() {
+                self.stopped_while_draining(now);
+            }
             self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
             return;
         }
