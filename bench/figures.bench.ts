@@ -37,7 +37,8 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
 
     const fA = [await floorA(context, page, S.small, S.runs), await floorA(context, page, S.large, S.runsLarge)];
     // Floor B and the flush it judges in turns, at each size (a flush measured after all the
-    // floors ran in a backing store they had filled: 2026-12-07 evening, BENCHMARKS.md).
+    // floors ran in a backing store they had filled: 2026-12-07 evening, BENCHMARKS.md); three
+    // runs each at 10,000 (B F, F B, B F).
     const pairs = [S.small, S.large].map((size, i) => ({ size, runs: i ? S.turnsLarge : S.runs }));
     const measured: Awaited<ReturnType<typeof inTurns>>[] = [];
     for (const { size, runs } of pairs) {

@@ -366,8 +366,8 @@ export interface FlushReport {
   /** `true`: the flush was told the network is down and claimed nothing. */
   offline: boolean;
   /** The earliest instant after now at which a row of the owner may become sendable; at most
-   *  the instant the flush stopped when its deadline stopped it with rows left (they are
-   *  sendable at once); `null`: none. */
+   *  the instant the flush stopped when its deadline stopped it before it found nothing more
+   *  to send (rows may be left, sendable at once); `null`: none. */
   nextDueAt: number | null;
 }
 

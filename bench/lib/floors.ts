@@ -13,10 +13,6 @@ export async function floorA(context: BrowserContext, page: Page, n: number, run
   });
 }
 
-export async function floorB(context: BrowserContext, page: Page, n: number, runs: number) {
-  return measure(runs, () => floorBOnce(context, page, n));
-}
-
 /** One run of floor B (ms), on a fresh database. */
 export async function floorBOnce(context: BrowserContext, page: Page, n: number) {
   await benchPage(context, fresh("floor-b"), "tab-a", page);

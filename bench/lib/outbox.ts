@@ -108,10 +108,6 @@ export async function pagesInTurns(context: BrowserContext, page: Page, n: numbe
 }
 
 /** The network alone: `n` POSTs to the gate from the page, `inFlight` at a time, no IndexedDB. */
-export async function posts(context: BrowserContext, page: Page, n: number, runs: number, inFlight = 16) {
-  return measure(runs, () => postsOnce(context, page, n, inFlight));
-}
-
 /** One run of the POSTs alone (ms). */
 export async function postsOnce(context: BrowserContext, page: Page, n: number, inFlight = 16) {
   await benchPage(context, fresh("posts"), "tab-a", page);

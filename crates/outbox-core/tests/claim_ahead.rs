@@ -151,12 +151,9 @@ fn s8_a_row_claimed_ahead_with_less_than_half_its_lease_left_is_released_unsent(
     assert_eq!(w.flush(A, "alice").succeeded, 1);
 }
 
-#[test]
-fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_ended() {
-    // Concurrency 2: three rows claimed, two sent. The first answer (before the deadline)
-    // sends the row claimed ahead and asks for a claim of one more row; the second answer
-    // comes after the deadline and ends the flush; the claim, written after that, takes
-    // nothing.
+/// Five rows, concurrency 2 and a deadline 100 ms on: three rows claimed, two sent, and the
+/// first answer delivered (before the deadline). The flush's start instant with the world.
+fn first_answer_before_a_deadline() -> (World, i64) {
     let mut w = World::new(1);
     records(&mut w, 5);
     let now = w.tabs[A].now.0;
@@ -166,6 +163,16 @@ fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_
     });
     fill_air(&mut w);
     w.deliver(A, 0);
+    (w, now)
+}
+
+#[test]
+fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_ended() {
+    // Concurrency 2: three rows claimed, two sent. The first answer (before the deadline)
+    // sends the row claimed ahead and asks for a claim of one more row; the second answer
+    // comes after the deadline and ends the flush; the claim, written after that, takes
+    // nothing.
+    let (mut w, now) = first_answer_before_a_deadline();
     let claims = w.tabs[A].inbox.iter().filter(|r| matches!(r, Request::Write { .. })).count();
     assert_eq!(claims, 2, "the ACK and a claim of one row: {:?}", w.tabs[A].inbox);
     w.advance(A, 100);
@@ -186,15 +193,7 @@ fn s8_a_claim_batch_met_by_the_deadline_leaves_the_flush_due_again_at_once() {
     // wait to be written: the write's plan is where the flush learns it. Its rows, and the
     // row claimed ahead that it releases, are left sendable: `nextDueAt` is the instant it
     // stopped (§8 when to flush next), not the read's `null`.
-    let mut w = World::new(1);
-    records(&mut w, 5);
-    let now = w.tabs[A].now.0;
-    w.start_flush_with(A, "alice", |o| {
-        o.deadline = Some(Millis(now + 100));
-        o.concurrency = 2;
-    });
-    fill_air(&mut w);
-    w.deliver(A, 0);
+    let (mut w, now) = first_answer_before_a_deadline();
     assert!(w.tabs[A].inbox.iter().any(|r| matches!(r, Request::Write { .. })), "{:?}", w.tabs[A].inbox);
     w.advance(A, 100);
     while let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. })) {
@@ -222,4 +221,8 @@ fn s8_an_ack_written_after_the_deadline_is_applied_and_ends_the_flush_without_an
     let rep = w.tabs[A].reports.last().unwrap();
     assert_eq!((rep.claimed, rep.succeeded), (1, 1));
     assert!(w.store.is_empty());
+    // Stopped before a read found nothing more to send: rows enqueued meanwhile may be
+    // waiting, so the flush is due again at once (§8 when to flush next); the next one
+    // finds the queue empty.
+    assert_eq!(rep.next_due_at, Some(now + 100));
 }

@@ -247,7 +247,8 @@ export interface Counters {
 
 export interface FlushReport {
   /** `claimed`: rows claimed and sent; `released`: claimed but handed back unsent because an
-   *  auth answer ended the flush (SPEC §6). */
+   *  auth answer ended the flush (SPEC §6), or claimed ahead of their send and not sent (the
+   *  deadline, or less than half a lease left: SPEC §8). A row is in one, never both. */
   claimed: number; released: number; succeeded: number; deferred: number; held: number; blocked: number;
   conflicts: number; stale: number; skipped: number; converted: number; applied: number;
   receipts: ReceiptReport[];
@@ -256,7 +257,8 @@ export interface FlushReport {
   offline: boolean;
   /** The earliest instant after now at which a row not sendable now may become sendable (a
    *  row's `nextAttemptAt`, another tab's lease end), at most the instant the flush stopped
-   *  when its deadline stopped it with rows left, or `null` (SPEC §8): a timer's time. */
+   *  when its deadline stopped it before it found nothing more to send (rows may be left),
+   *  or `null` (SPEC §8): a timer's time. */
   nextDueAt: number | null;
 }
 

@@ -26,8 +26,9 @@ pub struct ReceiptReport {
 pub struct FlushReport {
     /// Rows claimed and sent.
     pub claimed: u64,
-    /// Rows claimed but not sent, handed back to `queued` (an auth answer ended the flush
-    /// while their claim was being written, §6).
+    /// Rows claimed but not sent, handed back to `queued`: an auth answer ended the flush
+    /// while their claim was being written (§6), or rows claimed ahead of their sends did
+    /// not go out (the deadline, or less than half a lease left, §8).
     pub released: u64,
     /// Rows deleted after a success.
     pub succeeded: u64,
@@ -56,6 +57,7 @@ pub struct FlushReport {
     pub offline: bool,
     /// The earliest instant after the flush's last read of the queue at which a row not
     /// sendable then may become sendable (§8 "when to flush next"), in ms; at most the
-    /// instant the deadline stopped the flush with rows left; `None` (`null`): none.
+    /// instant the deadline stopped the flush before a read found nothing more to send
+    /// (rows may be left); `None` (`null`): none.
     pub next_due_at: Option<i64>,
 }
