@@ -172,7 +172,7 @@ fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_
     // sends the row claimed ahead and asks for a claim of one more row; the second answer
     // comes after the deadline and ends the flush; the claim, written after that, takes
     // nothing.
-    let (mut w, now) = first_answer_before_a_deadline();
+    let (mut w, _) = first_answer_before_a_deadline();
     let claims = w.tabs[A].inbox.iter().filter(|r| matches!(r, Request::Write { .. })).count();
     assert_eq!(claims, 2, "the ACK and a claim of one row: {:?}", w.tabs[A].inbox);
     w.advance(A, 100);
