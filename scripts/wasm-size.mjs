@@ -152,7 +152,10 @@ import { gzipSync } from "node:zlib";
 // Raised to 119,900 (to 119,894, 2026-12-07 evening; still ≤ 120 KB): a flush stopped by
 // its deadline with rows left reports them due at once (contract §8, +105 B), so that a
 // service worker's `sync` is fired again rather than ending with them queued.
-const BUDGET_GZIP_BYTES = 119_900;
+// Raised to 119,990 (to 119,988, 2026-12-07 night; still ≤ 120 KB): a trap no call's poll
+// made (a trapped call's task woken again) aborts no other call's transaction, and the
+// calls a trap leaves unpolled in its tick are scheduled again (+94 B).
+const BUDGET_GZIP_BYTES = 119_990;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

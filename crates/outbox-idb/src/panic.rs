@@ -9,9 +9,13 @@
 //!
 //! - it aborts every readwrite transaction whose writes are not all issued
 //!   ([`crate::idb::transaction::Armed`]); IndexedDB would otherwise commit the half that
-//!   was (SPEC §4: all or nothing);
+//!   was (SPEC §4: all or nothing). Only a trap while a call's future is polled does: one
+//!   outside any call, or in the task of a call that trapped before, woken again (its
+//!   future was never dropped, and its next poll traps at once), issued no write;
 //! - it rejects the API call whose future was being polled with `INTERNAL` ([`guarded`]),
 //!   which would otherwise never settle;
+//! - it schedules the futures again: the calls woken in the same tick after the one that
+//!   trapped would otherwise wait unpolled until something else is scheduled;
 //! - it releases the turns of flushes (`turn.rs`), which no dropped future will;
 //! - it writes the message to `console.error`: the trap's text and, where the engine's
 //!   stack gives them (V8, SpiderMonkey), the index of the module's function and the offset
@@ -46,8 +50,21 @@ thread_local! {
 /// What a panic or a trap leaves behind, cleaned up: the transactions it left half-issued
 /// aborted and the flushes' turns released. Allocates nothing, so that it works even after
 /// a trap in the allocator (its message is reported after, by [`report`]).
+///
+/// Writes are issued only while a call's future is polled (every task of the module is
+/// one, [`guarded`]). A trap with none being polled — outside any call, or in a call's task
+/// woken again after its panic (whose report emptied [`POLLED`]) — has left no write
+/// half-issued, so it aborts nothing: another call's transaction, armed and waiting for its
+/// reads, goes on.
 pub fn clean_up() {
-    crate::idb::transaction::abort_armed();
+    if POLLED.with(|p| {
+        let call = p.take();
+        let polled = call.is_some();
+        p.set(call);
+        polled
+    }) {
+        crate::idb::transaction::abort_armed();
+    }
     crate::turn::release_all();
 }
 
@@ -57,6 +74,10 @@ pub fn report(message: &str) {
     if let Some(reject) = POLLED.with(Cell::take) {
         let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.to_owned()).into());
     }
+    // The trap cut short the run of the futures woken in this tick: those after the one
+    // that trapped wait, unpolled, until a future is scheduled again (and one whose
+    // transaction is armed would see it commit half-issued). Something is scheduled now.
+    spawn_local(std::future::ready(()));
     let _ = crate::js::console_error_text(message);
 }
 

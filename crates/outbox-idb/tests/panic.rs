@@ -198,3 +198,76 @@ async fn a_flush_ending_after_a_panic_leaves_a_later_flushs_turn_listed() {
     settled(f2).await.expect("F2 ends");
     assert!(get(&js_sys::global(), "panicLaterInner").is_object(), "the inner flush ended");
 }
+
+/// A promise and the function that resolves it.
+fn pending() -> (Promise, js_sys::Function) {
+    let pair: Array = js("", "let go; const p = new Promise((ok) => { go = ok; }); return [p, go];")
+        .call0(&JsValue::NULL)
+        .unwrap()
+        .into();
+    (pair.get(0).into(), pair.get(1).into())
+}
+
+/// A call that panics while a wake-up of its task is pending (on `wake`): resolving `wake`
+/// later polls the task again, and that poll traps at once (the task is still borrowed:
+/// the panic ran no destructor).
+fn panicking_with_a_wake_up(wake: Promise) -> Promise {
+    outbox_idb::panic::guarded(Box::pin(async move {
+        let mut wake = JsFuture::from(wake);
+        std::future::poll_fn(|cx| -> std::task::Poll<Result<JsValue, JsValue>> {
+            let _ = std::future::Future::poll(std::pin::Pin::new(&mut wake), cx);
+            panic!("a bug with a wake-up pending")
+        })
+        .await
+    }))
+}
+
+/// A call that writes `row("b", 1)` in one replace, put early (its transaction is armed
+/// from its first poll until its planner has run, after its reads).
+fn replace_writing_b(store: Rc<Store>) -> Promise {
+    outbox_idb::panic::guarded(Box::pin(async move {
+        let put = ReplacePlan { puts: vec![row("b", 1)], ..Default::default() };
+        let planner: Planner<'_> = Box::new(move |_| Some(put));
+        let port = RecordPort::default();
+        store
+            .transact_records(vec![(vec![Scope::target("o", "t")], planner)], Durability::Strict, &port, &[row("b", 1)])
+            .await?;
+        Ok(JsValue::UNDEFINED)
+    }))
+}
+
+#[wasm_bindgen_test]
+async fn a_task_polled_again_after_its_panic_leaves_another_calls_transaction_alone() {
+    outbox_idb::panic::install();
+    let store = Store::open(&db_name("panic-woken-again")).await.unwrap();
+    let (wake, go) = pending();
+    let a = panicking_with_a_wake_up(wake);
+    settled(a).await.expect_err("a panic rejects the call");
+
+    // B's first poll arms its transaction and issues its reads; then A's task is woken and
+    // traps again while B waits for them. That trap is no bug of B's: B commits.
+    let b = replace_writing_b(store.clone());
+    go.call0(&JsValue::NULL).unwrap();
+    settled(b).await.expect("the other call commits");
+    assert_eq!(store.read_all().await.unwrap(), vec![row("b", 1)]);
+}
+
+#[wasm_bindgen_test]
+async fn a_call_woken_in_the_same_tick_as_one_that_panics_is_still_polled() {
+    outbox_idb::panic::install();
+    let (wake, go) = pending();
+    let c_wake = wake.clone();
+    // A and C wait on the same promise: its resolution wakes both in one tick, A first,
+    // and A panics in that poll.
+    let a = outbox_idb::panic::guarded(Box::pin(async move {
+        JsFuture::from(wake).await?;
+        panic!("a bug after a wake-up")
+    }));
+    let c = outbox_idb::panic::guarded(Box::pin(async move { JsFuture::from(c_wake).await }));
+    go.call1(&JsValue::NULL, &"woken".into()).unwrap();
+    // Nothing else is scheduled meanwhile: C is polled because the panic's clean-up
+    // scheduled the futures again, not because something else came along.
+    let out = settled(c).await.expect("C settles");
+    assert_eq!(out.as_string().as_deref(), Some("woken"));
+    settled(a).await.expect_err("a panic rejects the call");
+}
