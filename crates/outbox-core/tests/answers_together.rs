@@ -196,6 +196,31 @@ fn s8_answers_waiting_at_the_deadline_are_written_and_the_rows_claimed_ahead_rel
 }
 
 #[test]
+fn s8_at_the_deadline_every_row_claimed_ahead_is_released_and_none_sent() {
+    // Concurrency 4: four rows sent, the next ones claimed ahead. The first answer comes
+    // after the deadline: it ends the flush, and every row waiting goes back unsent —
+    // releasing one must not let the next one out.
+    let mut w = World::new(1);
+    records(&mut w, 10);
+    let deadline = w.tabs[A].now.plus(100);
+    w.start_flush_with(A, "alice", |o| {
+        o.concurrency = 4;
+        o.deadline = Some(deadline);
+    });
+    step_all_but_waits(&mut w);
+    assert_eq!(w.tabs[A].air.len(), 4);
+    let claimed = w.store.read_owner("alice").iter().filter(|r| r.get("claim").is_some()).count() as u64;
+    assert!(claimed >= 6, "at least two rows claimed ahead: {claimed}");
+    w.advance(A, 200);
+    w.deliver(A, 0);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "nothing goes out after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (4, 4, claimed - 4));
+    assert_eq!(w.server.received.len(), 4);
+    assert_eq!(w.store.read_owner("alice").len(), 6, "the released rows and those never claimed stay queued");
+}
+
+#[test]
 fn s8_an_answer_waiting_past_its_lease_is_not_applied_over_another_tabs_claim() {
     let mut w = World::new(2);
     records(&mut w, 2);
