@@ -155,7 +155,9 @@ import { gzipSync } from "node:zlib";
 // Raised to 119,990 (to 119,988, 2026-12-07 night; still ≤ 120 KB): a trap no call's poll
 // made (a trapped call's task woken again) aborts no other call's transaction, and the
 // calls a trap leaves unpolled in its tick are scheduled again (+94 B).
-const BUDGET_GZIP_BYTES = 119_990;
+// Lowered to 119,960 (to 119,960, the same night): the rows claimed ahead released at
+// once at the deadline (−34 B), and as many rows claimed ahead as `concurrency` (+6 B).
+const BUDGET_GZIP_BYTES = 119_960;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

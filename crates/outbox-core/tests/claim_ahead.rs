@@ -1,5 +1,5 @@
 //! SPEC §8 rows claimed ahead of their sends: up to `concurrency` sends outstanding and up to
-//! half as many rows more claimed, waiting for one of them to answer; `maxRows` counts them
+//! as many rows more claimed, waiting for one of them to answer; `maxRows` counts them
 //! with the sends made and the claims being written; a row claimed ahead goes out only while
 //! at least half of its lease is left when its turn comes; at the deadline nothing more is
 //! claimed, whatever write was asked for before it.
@@ -54,7 +54,7 @@ fn drive_with_claims_under_way(w: &mut World, answers: usize) -> (usize, usize) 
 }
 
 #[test]
-fn s8_at_most_concurrency_sends_and_half_as_many_rows_more_are_claimed_at_once() {
+fn s8_at_most_concurrency_sends_and_as_many_rows_more_are_claimed_at_once() {
     for (concurrency, answers) in (1..=6).flat_map(|c| (1..=c).map(move |a| (c, a))) {
         let case = format!("concurrency {concurrency}, {answers} answers between writes");
         let mut w = World::new(1);
@@ -62,7 +62,7 @@ fn s8_at_most_concurrency_sends_and_half_as_many_rows_more_are_claimed_at_once()
         w.start_flush_with(A, "alice", |o| o.concurrency = concurrency);
         let (sends, claimed) = drive_with_claims_under_way(&mut w, answers);
         assert_eq!(sends, concurrency, "{case}: sends outstanding at once");
-        assert_eq!(claimed, concurrency + concurrency / 2, "{case}: rows claimed at once");
+        assert_eq!(claimed, 2 * concurrency, "{case}: rows claimed at once");
         assert_eq!(w.server.received.len(), 15, "{case}");
         assert!(w.store.is_empty(), "{case}");
     }
@@ -70,25 +70,25 @@ fn s8_at_most_concurrency_sends_and_half_as_many_rows_more_are_claimed_at_once()
 
 #[test]
 fn s8_a_claim_batch_committed_while_every_send_is_out_waits_for_an_answer() {
-    // Concurrency 2: three rows claimed, two sent. The first answer sends the row claimed
+    // Concurrency 2: four rows claimed, two sent. The first answer sends a row claimed
     // ahead (two out again) and makes room for one claim; that claim commits with both
     // sends still out, so its row waits, claimed, instead of being a third send.
     let mut w = World::new(1);
     records(&mut w, 6);
     w.start_flush_with(A, "alice", |o| o.concurrency = 2);
     fill_air(&mut w);
-    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 3));
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 4));
     w.deliver(A, 0);
     fill_air(&mut w);
     assert_eq!(w.tabs[A].air.len(), 2, "never more than two sends outstanding");
-    assert_eq!(claimed_now(&w), 3, "two out, one claimed ahead");
+    assert_eq!(claimed_now(&w), 4, "two out, two claimed ahead");
     let rep = w.drain(A, &mut truthful);
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (6, 6, 0));
 }
 
 #[test]
 fn s8_max_rows_counts_claim_batches_being_written_with_the_sends_made() {
-    // Concurrency 4: six rows claimed (four sent). With every answer taken before the next
+    // Concurrency 4: eight rows claimed (four sent). With every answer taken before the next
     // write, the fourth answer makes room for a claim while the batch the second one asked
     // for is still being written: that batch counts against maxRows as the sends made do.
     for (max, answers) in [7, 8, 9, 10].into_iter().flat_map(|m| (1..=4).map(move |a| (m, a))) {
@@ -100,7 +100,7 @@ fn s8_max_rows_counts_claim_batches_being_written_with_the_sends_made() {
         });
         let case = format!("maxRows {max}, {answers} answers between writes");
         let (sends, claimed) = drive_with_claims_under_way(&mut w, answers);
-        assert!(sends <= 4 && claimed <= 6, "{case}: {sends} sends, {claimed} rows claimed at once");
+        assert!(sends <= 4 && claimed <= 8, "{case}: {sends} sends, {claimed} rows claimed at once");
         let rep = w.tabs[A].reports.last().unwrap();
         assert_eq!((rep.claimed, rep.succeeded), (max, max), "{case}");
         assert_eq!(w.server.received.len() as u64, max, "{case}: sends in total");
@@ -151,7 +151,7 @@ fn s8_a_row_claimed_ahead_with_less_than_half_its_lease_left_is_released_unsent(
     assert_eq!(w.flush(A, "alice").succeeded, 1);
 }
 
-/// Five rows, concurrency 2 and a deadline 100 ms on: three rows claimed, two sent, and the
+/// Five rows, concurrency 2 and a deadline 100 ms on: four rows claimed, two sent, and the
 /// first answer delivered (before the deadline). The flush's start instant with the world.
 fn first_answer_before_a_deadline() -> (World, i64) {
     let mut w = World::new(1);
@@ -168,23 +168,26 @@ fn first_answer_before_a_deadline() -> (World, i64) {
 
 #[test]
 fn s8_a_claim_written_after_the_deadline_claims_nothing_even_once_the_flush_has_ended() {
-    // Concurrency 2: three rows claimed, two sent. The first answer (before the deadline)
-    // sends the row claimed ahead and asks for a claim of one more row; the second answer
-    // comes after the deadline and ends the flush; the claim, written after that, takes
-    // nothing.
+    // Concurrency 2: four rows claimed, two sent. The first answer (before the deadline)
+    // sends a row claimed ahead and asks for a claim of one more row; the second answer
+    // comes after the deadline and ends the flush, releasing the row still claimed ahead;
+    // the claim, written after that, takes nothing.
     let (mut w, _) = first_answer_before_a_deadline();
     let claims = w.tabs[A].inbox.iter().filter(|r| matches!(r, Request::Write { .. })).count();
     assert_eq!(claims, 2, "the ACK and a claim of one row: {:?}", w.tabs[A].inbox);
     w.advance(A, 100);
     w.deliver(A, 0);
     let rep = w.drain(A, &mut truthful);
-    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 0), "nothing claimed after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 1), "nothing claimed after the deadline");
     assert_eq!(w.server.received.len(), 3);
     let left = w.store.read_owner("alice");
     assert_eq!(left.len(), 2);
+    let never_claimed = left.iter().filter(|raw| raw.get("claim").is_none()).count();
+    assert_eq!(never_claimed, 1, "the row of the claim written after the deadline is left as it was: {left:?}");
     for raw in &left {
-        assert!(raw.get("claim").is_none() && raw.get("evidence").is_none(), "left as it was: {raw}");
+        assert!(raw.get("evidence").is_none(), "never attempted: {raw}");
     }
+    assert_eq!(claimed_now(&w), 0, "the row claimed ahead is handed back");
 }
 
 #[test]

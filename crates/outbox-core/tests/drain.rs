@@ -117,18 +117,18 @@ fn auth_on(n: usize) -> impl FnMut(&mut Server, &outbox_core::SendOp) -> outbox_
 #[test]
 fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
     let mut w = World::new(1);
-    for i in 0..8 {
+    for i in 0..10 {
         w.server.seed_record(&format!("w:{i}"), 1);
         let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
     }
     let mut answer = auth_on(3);
     w.start_flush_with(A, "alice", |o| o.concurrency = 4);
     while !w.tabs[A].inbox.is_empty() {
-        w.step(A, 0, &mut answer); // read, claim six (two ahead), send four
+        w.step(A, 0, &mut answer); // read, claim eight (four ahead), send four
     }
     assert_eq!(w.tabs[A].air.len(), 4);
-    // Two successes: each lets a row claimed ahead go out at once; then there is room for
-    // two more rows, and their claim batch is asked for.
+    // Two successes: each lets a row claimed ahead go out at once (two are left waiting);
+    // then there is room for two more rows, and their claim batch is asked for.
     w.deliver(A, 0);
     w.deliver(A, 0);
     w.step_all_but_claims(A, &mut answer); // the two ACKs and the two sends
@@ -141,7 +141,11 @@ fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
     let held: Vec<_> = rows.iter().filter(|r| r.state == outbox_core::RowState::Held).collect();
     assert_eq!(held.len(), 1, "only the row that heard 401 is held");
     let released: Vec<_> = rows.iter().filter(|r| r.state == outbox_core::RowState::Queued).collect();
-    assert_eq!(released.len(), 2, "the two rows claimed after the auth answer are back in the queue");
+    assert_eq!(
+        released.len(),
+        4,
+        "the two rows still claimed ahead and the two claimed after the auth answer are back in the queue"
+    );
     let now = w.tabs[A].now;
     for r in released {
         assert!(!outbox_core::inflight::in_flight(r, now, LEASE).is_in_flight(), "{r} is not in flight");
@@ -149,7 +153,7 @@ fn s6_auth_ends_the_flush_even_with_a_claim_batch_being_written() {
         assert_eq!(r.evidence, None, "{r}: no attempt was made");
     }
     let rep = w.tabs[A].reports.last().unwrap();
-    assert_eq!((rep.claimed, rep.released, rep.held), (6, 2, 1), "claimed: the rows sent");
+    assert_eq!((rep.claimed, rep.released, rep.held), (6, 4, 1), "claimed: the rows sent");
     assert!(w.outstanding(A).is_empty());
 }
 
@@ -335,7 +339,7 @@ fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_a
         o.deadline = Some(Millis(now + 100));
         o.concurrency = 2;
     });
-    // Three rows claimed before the deadline, two of them sent; their answers come after it.
+    // Four rows claimed before the deadline, two of them sent; their answers come after it.
     fill_air(&mut w, A);
     assert_eq!(w.tabs[A].air.len(), 2);
     w.advance(A, 100);
@@ -343,7 +347,7 @@ fn s8_claims_planned_after_the_deadline_take_nothing_and_answers_under_way_are_a
     w.deliver(A, 0);
     let rep = w.drain(A, &mut truthful);
     assert_eq!((rep.claimed, rep.succeeded), (2, 2), "both answers applied, nothing more claimed (nor counted)");
-    assert_eq!(rep.released, 1, "the row claimed ahead is not sent after the deadline");
+    assert_eq!(rep.released, 2, "the rows claimed ahead are not sent after the deadline");
     assert_eq!(rep.next_due_at, Some(now + 100), "three rows left, sendable from the instant it stopped");
     assert_eq!(w.server.received.len(), 2);
     let left = w.store.read_owner("alice");

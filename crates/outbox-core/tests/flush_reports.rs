@@ -184,7 +184,7 @@ fn report_counts_orphan_intents_converted_from_a_found_receipt_or_blocked() {
 #[test]
 fn report_counts_claims_released_unsent_after_an_auth_answer() {
     let mut w = World::new(1);
-    queue_updates(&mut w, A, 8);
+    queue_updates(&mut w, A, 10);
     let mut seen = 0;
     let mut answer = |s: &mut Server, op: &SendOp| {
         seen += 1;
@@ -196,15 +196,15 @@ fn report_counts_claims_released_unsent_after_an_auth_answer() {
     };
     w.start_flush_with(A, "alice", |o| o.concurrency = 4);
     while !w.tabs[A].inbox.is_empty() {
-        w.step(A, 0, &mut answer); // read, claim six (two ahead), send four
+        w.step(A, 0, &mut answer); // read, claim eight (four ahead), send four
     }
     w.deliver(A, 0); // success: a row claimed ahead goes out
-    w.deliver(A, 0); // success: the other one; room for two, a batch of two is planned
+    w.deliver(A, 0); // success: another one (two still wait); room for two, a batch of two is planned
     w.step_all_but_claims(A, &mut answer); // the ACKs and the sends
     assert!(matches!(w.tabs[A].inbox[..], [Request::Write { .. }]), "a claim batch waits to be written");
-    w.deliver(A, 0); // 401: the batch's claims, once written, are released unsent
+    w.deliver(A, 0); // 401: the two waiting and the batch's claims, once written, are released unsent
     let rep = w.drain(A, &mut answer);
-    let want = Counts { claimed: 6, released: 2, succeeded: 5, held: 1, applied: 6, ..Counts::default() };
+    let want = Counts { claimed: 6, released: 4, succeeded: 5, held: 1, applied: 6, ..Counts::default() };
     assert_eq!(counts(&rep), Counts { receipts: vec![true; 5], ..want });
 }
 

@@ -570,7 +570,8 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
         .await;
     }
     // Each send takes a second of the outbox's clock; the deadline is half a second away, so
-    // the first send is made and answered, and no other row is claimed after it.
+    // the first send is made and answered, and no other row goes out after it: the one
+    // claimed ahead of its send is released, the third is never claimed.
     let clock = db.clone();
     let send = Closure::<dyn FnMut(JsValue) -> JsValue>::new(move |_op: JsValue| {
         advance(&clock, 1_000.0);
@@ -581,10 +582,18 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
     set(&o, "deadline", &(T0 + 500.0).into());
     set(&o, "concurrency", &1.into());
     let rep = ok(a.flush(o)).await;
-    assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(1), json!(1)));
+    assert_eq!(
+        (rep["claimed"].clone(), rep["succeeded"].clone(), rep["released"].clone()),
+        (json!(1), json!(1), json!(1))
+    );
     let left = ok(a.rows("alice".into())).await;
     assert_eq!(left.as_array().unwrap().len(), 2);
-    assert!(left.as_array().unwrap().iter().all(|r| r["state"] == "queued" && r.get("claim").is_none()), "{left}");
+    // Queued, never attempted, and not in flight: a released claim ends when it is released.
+    let free = |r: &Value| r.get("claim").is_none_or(|c| c["expiresAt"].as_f64() <= Some(T0 + 1_000.0));
+    assert!(
+        left.as_array().unwrap().iter().all(|r| r["state"] == "queued" && r.get("evidence").is_none() && free(r)),
+        "{left}"
+    );
     // A deadline that is not a time is refused.
     let bad = flush_opts("alice", send);
     set(&bad, "deadline", &f64::NAN.into());

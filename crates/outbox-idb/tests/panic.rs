@@ -109,7 +109,7 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
     };
     let a = outbox_idb::Outbox::open_with(patient("a")).await.unwrap();
     let b = outbox_idb::Outbox::open_with(patient("b")).await.unwrap();
-    for i in 0..3 {
+    for i in 0..5 {
         let op = obj(json!({"owner": "o", "kind": "create", "body": {"n": i}}));
         settled(a.enqueue(op, JsValue::UNDEFINED)).await.unwrap();
     }
@@ -117,7 +117,8 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
         let p: Promise = js("", "return new Promise((r) => setTimeout(r, 5));").call0(&JsValue::NULL).unwrap().into();
         JsFuture::from(p).await.unwrap();
     };
-    // A's flush takes the turn and its send never answers: a future the panic strands.
+    // A's flush takes the turn, claims two rows (one ahead of its send) and its send never
+    // answers: a future the panic strands.
     let never = js_fn("op", "globalThis.panicTurnSent = true; return new Promise(() => {});");
     let flush = |send: JsValue| {
         let o = obj(json!({"owner": "o"}));
@@ -130,7 +131,7 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
     }
     let store = Store::open(&db_name("panic-turns-store")).await.unwrap();
     settled(panicking_replace(store)).await.expect_err("a panic rejects the call");
-    // B's flush gets the turn (A's was released) and waits on its send of the second row.
+    // B's flush gets the turn (A's was released) and waits on its send of the third row.
     let held = js_fn(
         "op",
         "globalThis.panicTurnB = (globalThis.panicTurnB || 0) + 1;
@@ -143,7 +144,8 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
         pause().await;
     }
     // A flushes again. Had the panic left A's list saying A holds the turn, this flush
-    // would share it and send the third row beside B; it waits for B's turn instead.
+    // would share it and send the fifth row beside B (B holds the third and fourth); it
+    // waits for B's turn instead.
     let fa = a.flush(flush(js_fn("op", "globalThis.panicTurnA = true; return {type: 'success', receipt: {}};")));
     for _ in 0..40 {
         pause().await;
@@ -152,7 +154,7 @@ async fn a_panic_releases_the_turns_of_flushes_it_leaves_stuck_and_forgets_them(
     let go: js_sys::Function = get(&js_sys::global(), "panicTurnGo").into();
     go.call0(&JsValue::NULL).unwrap();
     let rb: Value = outbox_idb::convert::from_js(&settled(fb).await.expect("B's flush ends"), "report").unwrap();
-    assert_eq!(rb["claimed"], json!(2), "{rb}");
+    assert_eq!(rb["claimed"], json!(3), "{rb}");
     let ra: Value = outbox_idb::convert::from_js(&settled(fa).await.expect("A's flush ends"), "report").unwrap();
     assert_eq!(ra["claimed"], json!(0), "{ra}");
 }

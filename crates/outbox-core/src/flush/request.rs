@@ -120,7 +120,7 @@ pub enum Request {
 }
 
 /// Sends of distinct records one flush has outstanding at once (§8 limit) unless the app
-/// sets `concurrency`; half as many rows more are claimed ahead of their sends. It also
+/// sets `concurrency`; as many rows more are claimed ahead of their sends. It also
 /// sets how many rows share a claim (and, answering together, an ACK) transaction, and it
 /// keeps sends in flight while IndexedDB works. 16 measured about twice as fast as 4 with
 /// an instant `send`, and keeps a browser's 6 connections per HTTP/1.1 host busy
@@ -146,8 +146,8 @@ pub struct FlushOptions {
     /// `sync` event must end within the browser's limit, so the flush stops taking rows and
     /// leaves the rest queued. Sends and answers under way still finish.
     pub deadline: Option<Millis>,
-    /// Sends of different targets outstanding at once (at least 1); half as many rows
-    /// more may be claimed ahead of their sends.
+    /// Sends of different targets outstanding at once (at least 1); as many rows more may
+    /// be claimed ahead of their sends.
     pub concurrency: usize,
     /// The app gave `prepareSuccessor`.
     pub has_prepare: bool,

@@ -175,14 +175,14 @@ impl Flush {
     /// (`maxRows`), one per record.
     ///
     /// Rows are claimed ahead of their sends: up to `concurrency` sends are out (§8 limit)
-    /// and up to half as many rows more wait, claimed, for one of them to answer
+    /// and up to as many rows more wait, claimed, for one of them to answer
     /// ([`Flush::emit`]), so a send that answers is followed by the next one at once rather
     /// than after a claim transaction, and the claim of the rows after them is written
     /// while sends are on the wire. A row counts from its claim to its answer: the write of
     /// the answer holds its record (one attempt at a time per record), not a send's place.
     pub(super) fn claim_batch(&mut self, out: &mut Outstanding) {
         let sends = self.opts.concurrency.max(1);
-        let limit = sends + sends / 2;
+        let limit = sends.saturating_mul(2);
         let room = limit.saturating_sub(self.used_slots());
         let allowed = self.opts.max_rows.map_or(usize::MAX, |m| {
             // Not `as usize`: on wasm32 a bound of 2^32 or more would keep its low bits.
