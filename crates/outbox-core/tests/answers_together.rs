@@ -45,6 +45,19 @@ fn sending(n: usize) -> World {
     w
 }
 
+/// [`sending`] ten records, with a deadline 100 ms on.
+fn sending_until_a_deadline() -> World {
+    let mut w = World::new(1);
+    records(&mut w, 10);
+    let deadline = w.tabs[A].now.plus(100);
+    w.start_flush_with(A, "alice", |o| {
+        o.concurrency = 4;
+        o.deadline = Some(deadline);
+    });
+    step_all_but_waits(&mut w);
+    w
+}
+
 /// Drives the flush to its end: each of the `n` rows claimed and sent once, none left.
 fn drain_all(w: &mut World, n: u64) {
     let rep = w.drain(A, &mut truthful);
@@ -170,14 +183,7 @@ fn s8_an_answer_while_a_claim_batch_is_being_written_waits_for_the_next_write() 
 
 #[test]
 fn s8_answers_waiting_at_the_deadline_are_written_and_the_rows_claimed_ahead_released() {
-    let mut w = World::new(1);
-    records(&mut w, 10);
-    let deadline = w.tabs[A].now.plus(100);
-    w.start_flush_with(A, "alice", |o| {
-        o.concurrency = 4;
-        o.deadline = Some(deadline);
-    });
-    step_all_but_waits(&mut w);
+    let mut w = sending_until_a_deadline();
     w.deliver(A, 0); // parked; a row claimed ahead goes out
     assert_eq!(acks(&w), 0);
     w.advance(A, 200);
@@ -200,14 +206,7 @@ fn s8_at_the_deadline_every_row_claimed_ahead_is_released_and_none_sent() {
     // Concurrency 4: four rows sent, the next ones claimed ahead. The first answer comes
     // after the deadline: it ends the flush, and every row waiting goes back unsent —
     // releasing one must not let the next one out.
-    let mut w = World::new(1);
-    records(&mut w, 10);
-    let deadline = w.tabs[A].now.plus(100);
-    w.start_flush_with(A, "alice", |o| {
-        o.concurrency = 4;
-        o.deadline = Some(deadline);
-    });
-    step_all_but_waits(&mut w);
+    let mut w = sending_until_a_deadline();
     assert_eq!(w.tabs[A].air.len(), 4);
     let claimed = w.store.read_owner("alice").iter().filter(|r| r.get("claim").is_some()).count() as u64;
     assert!(claimed >= 6, "at least two rows claimed ahead: {claimed}");
