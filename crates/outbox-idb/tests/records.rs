@@ -75,6 +75,32 @@ async fn a_create_and_its_record_commit_together_under_the_pending_key() {
 }
 
 #[wasm_bindgen_test]
+async fn a_transaction_aborted_outright_under_a_record_write_is_storage_not_the_apps_argument() {
+    // Aborted with no error of its own, as a panic's clean-up or a dropped call aborts it:
+    // the record store's read of the write's key is made, then the transaction aborted.
+    let db = db_name("records-aborted");
+    let a = open_app(&db, "tab-a", 1).await;
+    js(
+        "",
+        "const get = IDBObjectStore.prototype.get;
+         IDBObjectStore.prototype.get = function (...args) {
+           const r = get.apply(this, args);
+           if (this.name === 'todos') { IDBObjectStore.prototype.get = get; this.transaction.abort(); }
+           return r;
+         };",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+    let op = obj(json!({"owner": "alice", "kind": "update", "target": "t1", "body": {"n": 1}}));
+    let err =
+        settle(a.enqueue(op, writes(json!([{"store": "todos", "put": {"id": "t1", "n": 1}}])))).await.unwrap_err();
+    let (code, message) = coded(&err);
+    assert_eq!(code, "STORAGE", "{message}");
+    assert_eq!(record(&a, "t1").await, Value::Null);
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]), "nothing written");
+}
+
+#[wasm_bindgen_test]
 async fn a_record_write_that_fails_after_another_was_issued_leaves_nothing_half_committed() {
     let db = db_name("records-atomic");
     let a = open_app(&db, "tab-a", 1).await;

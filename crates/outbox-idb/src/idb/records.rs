@@ -52,11 +52,13 @@ fn refused(tx: &IdbTransaction, store: &str, e: &JsValue) -> OutboxError {
     match what.as_str() {
         "QuotaExceededError" => return OutboxError::storage("record write", e),
         // The transaction failed before this write ran (an earlier put broke a unique index,
-        // the quota ran out): what failed it is the error, not this write.
+        // the quota ran out): what failed it is the error, not this write. With no error it
+        // was aborted outright (a panic's clean-up, a dropped call): the database's failure,
+        // not the app's argument.
         "AbortError" | "TransactionInactiveError" => {
-            if let Some(cause) = tx.error() {
-                return transaction_failed(&cause);
-            }
+            return tx
+                .error()
+                .map_or_else(|| OutboxError::storage("record write", e), |cause| transaction_failed(&cause));
         }
         _ => {}
     }
