@@ -157,7 +157,9 @@ import { gzipSync } from "node:zlib";
 // calls a trap leaves unpolled in its tick are scheduled again (+94 B).
 // Lowered to 119,960 (to 119,960, the same night): the rows claimed ahead released at
 // once at the deadline (−34 B), and as many rows claimed ahead as `concurrency` (+6 B).
-const BUDGET_GZIP_BYTES = 119_960;
+// Raised to 119,972 (to 119,972): a flush stopped by its deadline or an auth answer sends no
+// row claimed ahead, wherever the stop was seen (+14 B; still ≤ 120 KB).
+const BUDGET_GZIP_BYTES = 119_972;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

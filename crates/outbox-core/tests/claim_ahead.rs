@@ -229,3 +229,40 @@ fn s8_an_ack_written_after_the_deadline_is_applied_and_ends_the_flush_without_an
     // finds the queue empty.
     assert_eq!(rep.next_due_at, Some(now + 100));
 }
+
+#[test]
+fn s8_no_row_claimed_ahead_goes_out_once_a_write_planned_past_the_deadline_has_ended_the_flush() {
+    // Six rows, concurrency 2: four claimed, two sent. The first answer (before the
+    // deadline) sends a row claimed ahead and asks for a claim of one more (with its ACK).
+    // That write is planned past the deadline: the flush ends there. Before its commit comes
+    // back, the second answer arrives: the row still claimed ahead must not go out.
+    let mut w = World::new(1);
+    records(&mut w, 6);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+    });
+    fill_air(&mut w);
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 4));
+    w.deliver(A, 0);
+    while let Some(i) = w.find(A, |r| !matches!(r, Request::Write { .. } | Request::Wait { .. })) {
+        w.step(A, i, &mut truthful);
+    }
+    assert_eq!(w.server.received.len(), 3, "the row claimed ahead went out before the deadline");
+    w.advance(A, 100);
+    let mut results = Vec::new();
+    while let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. })) {
+        results.push(w.write_unhandled(A, i));
+    }
+    assert!(!results.is_empty());
+    w.deliver(A, 0);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    for (token, r) in results {
+        w.written(A, token, r);
+    }
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0, "every claim handed back or answered");
+}

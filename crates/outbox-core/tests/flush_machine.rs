@@ -50,9 +50,6 @@ fn first_claimed(unit: f64) -> String {
     let mut out = Outstanding::new();
     let mut opts = FlushOptions::new("alice", Tab::new("tab-a"));
     opts.concurrency = 1;
-    // One row per claim batch (the rest stay candidates): the held record is tried after
-    // the first claim, not taken into it.
-    opts.max_rows = Some(1);
     let mut f = Flush::new(opts, &mut out);
     let Some(Request::ReadOwner { token, owner }) = f.poll_request() else { panic!("reads first") };
     f.handle_rows(token, &store.read_owner(&owner), outbox_core::Millis(T0), &mut Fixed(unit), &mut out);

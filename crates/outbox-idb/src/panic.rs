@@ -74,11 +74,12 @@ pub fn report(message: &str) {
     if let Some(reject) = POLLED.with(Cell::take) {
         let _ = reject.call1(&JsValue::NULL, &OutboxError::internal(message.to_owned()).into());
     }
+    let _ = crate::js::console_error_text(message);
     // The trap cut short the run of the futures woken in this tick: those after the one
     // that trapped wait, unpolled, until a future is scheduled again (and one whose
-    // transaction is armed would see it commit half-issued). Something is scheduled now.
+    // transaction is armed would see it commit half-issued). Something is scheduled now
+    // (after the message: should this trap too, the message is out).
     spawn_local(std::future::ready(()));
-    let _ = crate::js::console_error_text(message);
 }
 
 thread_local! {

@@ -14,8 +14,9 @@ use common::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-/// `tab`'s options with `concurrency: 1` (one row claimed per transaction, so two flushes
-/// running at once would interleave their claims) and `turnWaitMs` if given.
+/// `tab`'s options with `concurrency: 1` (one row sent at a time and one claimed ahead: a
+/// claim batch of two rows at most, so two flushes running at once would interleave their
+/// claims) and `turnWaitMs` if given.
 fn tab_options(db: &str, tab: &str, turn_wait_ms: Option<u32>) -> JsValue {
     let o = options(db, tab);
     set(&o, "concurrency", &1.into());
@@ -344,7 +345,7 @@ async fn only_a_flushs_changes_keep_a_waiting_flush_waiting() {
     let (rb, ()) = join(fb, enqueues).await;
     let waited = get(&js_sys::global(), "turnSent10b").as_f64().expect("B sent") - started;
     assert!(waited < 5_000.0, "C's enqueues kept B waiting for a stuck flush: {waited} ms");
-    assert!(claimed(&rb) >= 2, "B sent A's other rows: {rb}");
+    assert!(claimed(&rb) >= 2, "B sent rows A does not hold (A holds two: one sent, one claimed ahead): {rb}");
     release("turnRelease10");
     ok(fa).await;
 }

@@ -526,6 +526,12 @@ impl Flush {
     /// left is released instead: sent now, it could outlive its claim and another tab could
     /// send it again.
     pub(super) fn send_ready(&mut self, out: &mut Outstanding) {
+        if matches!(self.phase, Phase::Ending { why: Ending::Deadline | Ending::Auth, .. }) {
+            // §8, §6: stopped by its deadline or an auth answer — wherever that was seen (an
+            // answer, a plan, a read) — the flush sends nothing more: the rows go back.
+            self.release_ready(out);
+            return;
+        }
         while self.in_flight < self.opts.concurrency.max(1) {
             let Some(token) = self.ready.pop_front() else { break };
             let Some(task @ Task::Sending { row, .. }) = self.tasks.get(&token) else { continue };

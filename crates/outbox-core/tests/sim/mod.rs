@@ -210,6 +210,23 @@ impl World {
         self.tabs[tab].inbox.iter().position(pred)
     }
 
+    /// Carries out the write request `idx` of `tab` (planned and applied to the store) but
+    /// hands its result to the flush only at [`World::written`]: the driver's window between
+    /// a transaction's plan and its commit, in which answers still arrive.
+    pub fn write_unhandled(&mut self, tab: usize, idx: usize) -> (Token, Option<ReplaceOutcome>) {
+        let Request::Write { token, scopes } = self.tabs[tab].inbox.remove(idx) else { panic!("not a write") };
+        let t = &mut self.tabs[tab];
+        let (flush, now, draws) = (t.flush.as_mut().expect("a flush is running"), t.now, &mut t.draws);
+        let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
+        (token, r)
+    }
+
+    /// Hands a write's result to the flush ([`World::write_unhandled`]).
+    pub fn written(&mut self, tab: usize, token: Token, r: Option<ReplaceOutcome>) {
+        self.with_flush(tab, |f, out| f.handle_written(token, r, out));
+        self.collect(tab);
+    }
+
     /// Carries out pending request `idx` of `tab`. Sends go to the server now; their answer
     /// waits in the air until [`World::deliver`]. `answer` decides what the tab hears.
     pub fn step(
