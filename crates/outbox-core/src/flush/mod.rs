@@ -526,9 +526,10 @@ impl Flush {
     /// left is released instead: sent now, it could outlive its claim and another tab could
     /// send it again.
     pub(super) fn send_ready(&mut self, out: &mut Outstanding) {
-        if matches!(self.phase, Phase::Ending { why: Ending::Deadline | Ending::Auth, .. }) {
-            // §8, §6: stopped by its deadline or an auth answer — wherever that was seen (an
-            // answer, a plan, a read) — the flush sends nothing more: the rows go back.
+        if matches!(self.phase, Phase::Ending { why: Ending::Deadline, .. }) {
+            // §8: stopped by its deadline — wherever that was seen (an answer, a plan, a
+            // read) — the flush sends nothing more: the rows go back. (An auth answer's
+            // ending releases them where it is seen, `release_unsent`: no claim makes more.)
             self.release_ready(out);
             return;
         }
