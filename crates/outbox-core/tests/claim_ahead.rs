@@ -232,20 +232,11 @@ fn s8_an_ack_written_after_the_deadline_is_applied_and_ends_the_flush_without_an
 
 #[test]
 fn s8_no_row_claimed_ahead_goes_out_once_a_write_planned_past_the_deadline_has_ended_the_flush() {
-    // Six rows, concurrency 2: four claimed, two sent. The first answer (before the
-    // deadline) sends a row claimed ahead and asks for a claim of one more (with its ACK).
-    // That write is planned past the deadline: the flush ends there. Before its commit comes
-    // back, the second answer arrives: the row still claimed ahead must not go out.
-    let mut w = World::new(1);
-    records(&mut w, 6);
-    let now = w.tabs[A].now.0;
-    w.start_flush_with(A, "alice", |o| {
-        o.deadline = Some(Millis(now + 100));
-        o.concurrency = 2;
-    });
-    fill_air(&mut w);
-    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 4));
-    w.deliver(A, 0);
+    // The first answer (before the deadline) sends a row claimed ahead and asks for a claim
+    // of one more (with its ACK). That write is planned past the deadline: the flush ends
+    // there. Before its commit comes back, the second answer arrives: the row still claimed
+    // ahead must not go out.
+    let (mut w, _) = first_answer_before_a_deadline();
     while let Some(i) = w.find(A, |r| !matches!(r, Request::Write { .. } | Request::Wait { .. })) {
         w.step(A, i, &mut truthful);
     }

@@ -207,7 +207,8 @@ impl Flush {
         if self.past_deadline(now) && (is_claim || draining) {
             // §8 deadline: a batch asked for before it and written after it claims nothing;
             // its rows stay queued for the next flush (`handle_written` gets `None`). Rows
-            // claimed ahead and not sent yet are released once this write is back.
+            // claimed ahead and not sent yet are released at the flush's next step
+            // (`send_ready`), never sent.
             if draining {
                 self.stopped_while_draining(now);
             }
@@ -299,10 +300,10 @@ impl Flush {
         if let Some(now) = now {
             self.send_ready_at = now;
             if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
-                // §8 deadline: no more rows go out, not even those claimed ahead.
+                // §8 deadline: no more rows go out, not even those claimed ahead (released by
+                // `send_ready`, when this answer has been handled).
                 self.stopped_while_draining(now);
                 self.end(Ending::Deadline);
-                self.release_ready(out);
             }
         }
         self.report.counters.record(&outcome);
