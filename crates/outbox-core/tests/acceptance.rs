@@ -112,7 +112,7 @@ fn s13_row3_late_answers_after_takeover_change_nothing_and_receipt_is_reported()
     while let Some(req) = f.poll_request() {
         let Request::Write { token, scopes } = req else { panic!("only writes") };
         let r = w.store.transact(&scopes, |cur| f.plan(token, cur, now, &mut w.tabs[A].draws));
-        f.handle_written(token, r, &mut out);
+        f.handle_written(token, r, now, &mut out);
     }
     assert!(f.is_done());
     assert_eq!(w.raw(&c1.id).unwrap(), before, "late success changed nothing");

@@ -257,3 +257,35 @@ fn s8_no_row_claimed_ahead_goes_out_once_a_write_planned_past_the_deadline_has_e
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0, "every claim handed back or answered");
 }
+
+#[test]
+fn s8_a_claim_planned_before_the_deadline_and_committed_after_it_sends_nothing() {
+    // The first answer (before the deadline) sends a row claimed ahead and asks for a claim
+    // of one more. That claim is planned before the deadline and commits after it (its
+    // transaction waited for another tab's, or for a slow disk), while the other answers,
+    // also before the deadline, left room among the sends: the row it claimed must not go
+    // out; it is handed back.
+    let (mut w, now) = first_answer_before_a_deadline();
+    let sends = |w: &mut World| {
+        while let Some(i) = w.find(A, |r| !matches!(r, Request::Write { .. } | Request::Wait { .. })) {
+            w.step(A, i, &mut truthful);
+        }
+    };
+    sends(&mut w);
+    let claim = w.find(A, |r| matches!(r, Request::Write { .. })).expect("the claim of one more row");
+    let (token, r) = w.write_unhandled(A, claim);
+    while !w.tabs[A].air.is_empty() {
+        w.deliver(A, 0);
+        sends(&mut w);
+    }
+    assert_eq!(w.server.received.len(), 4, "every row claimed before went out before the deadline");
+    assert_eq!(claimed_now(&w), 5, "the claim committed (and the four answers are not written yet)");
+    w.advance(A, 100);
+    w.written(A, token, r);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 4, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (4, 4, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0, "the claim handed back");
+    assert_eq!(rep.next_due_at, Some(now + 100), "the rows left are sendable at once");
+}

@@ -175,7 +175,8 @@ fn write_while_another_writer_touches(
     changed["futureField"] = mark;
     w.store.seed(changed);
     let r = plan.map(|p| w.store.replace(&p));
-    w.with_flush(0, |f, out| f.handle_written(token, r, out));
+    let now = w.tabs[0].now;
+    w.with_flush(0, |f, out| f.handle_written(token, r, now, out));
     w.collect(0);
     r
 }
@@ -431,7 +432,7 @@ fn meeting_another_tabs_claims_with_rows_left_asks_which_are_left_and_goes_on_am
         later.seed(r);
     }
     let r = later.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
-    f.handle_written(token, r, &mut out);
+    f.handle_written(token, r, now, &mut out);
     assert_eq!(f.report().stale, 2, "both rows of the batch were taken");
     let Some(Request::ReadIds { token, owner }) = f.poll_request() else { panic!("asks which rows are left") };
     assert_eq!(f.poll_request(), None, "and claims nothing until it knows");
@@ -451,7 +452,7 @@ fn ids_that_leave_nothing_of_the_list_make_it_read_the_queue_again() {
     let (mut f, mut out, now, token, scopes) = first_batch_of_two(&store);
     let gone = MemStore::new(); // another tab sent every row
     let r = gone.clone().transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
-    f.handle_written(token, r, &mut out);
+    f.handle_written(token, r, now, &mut out);
     let Some(Request::ReadIds { token, .. }) = f.poll_request() else { panic!("asks which rows are left") };
     f.handle_ids(token, &[], &mut Fixed(0.0), &mut out);
     assert!(matches!(f.poll_request(), Some(Request::ReadOwner { .. })), "reads the queue again");
@@ -483,7 +484,7 @@ fn a_row_saved_into_a_claimed_stretch_since_the_round_leaves_the_last_row_unclai
     later.seed(json!({"id": "x", "owner": "alice", "target": "w:x", "kind": "update", "body": {},
                       "savedAt": T0, "state": "queued"}));
     let r = later.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
-    f.handle_written(token, r, &mut out);
+    f.handle_written(token, r, now, &mut out);
     assert_eq!((f.report().claimed, f.report().stale), (2, 1), "r2 is stale, as if another tab had changed it");
     assert_eq!(later.get("r2"), store.get("r2"), "r2 is left as it was: queued, no claim");
     assert_eq!(later.get("r1").unwrap()["state"], json!("sending"));
@@ -555,7 +556,7 @@ fn drive_with(
                     meanwhile(&mut store);
                 }
                 let r = store.transact(&scopes, |cur| f.plan(token, cur, now, &mut Fixed(0.0)));
-                f.handle_written(token, r, &mut out);
+                f.handle_written(token, r, now, &mut out);
             }
             Request::Send { op, .. } => {
                 sent.push(op.id.clone());

@@ -239,7 +239,7 @@ fn s11_an_answer_for_alice_never_changes_bobs_row_even_with_this_tabs_ticket() {
     let mut f = Flush::for_answer(opts, row, ticket(), outcome, &mut out);
     let Some(Request::Write { token, .. }) = f.poll_request() else { panic!("the ACK's write") };
     assert_eq!(f.plan(token, std::slice::from_ref(&bob), NOW, &mut Fixed), None, "nothing planned for bob's row");
-    f.handle_written(token, None, &mut out);
+    f.handle_written(token, None, NOW, &mut out);
     assert!(f.is_done());
     assert_eq!((f.report().applied, f.report().blocked), (0, 0));
 }

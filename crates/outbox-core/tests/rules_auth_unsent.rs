@@ -58,7 +58,7 @@ impl Drive {
             Request::Write { token, scopes } => {
                 let (flush, draws, now) = (&mut self.flush, &mut self.draws, self.now);
                 let r = self.store.transact(&scopes, |cur| flush.plan(token, cur, now, draws));
-                self.flush.handle_written(token, r, &mut self.out);
+                self.flush.handle_written(token, r, now, &mut self.out);
             }
             Request::Wait { token, .. } => self.flush.handle_waited(token),
             other => panic!("not a storage request: {other:?}"),

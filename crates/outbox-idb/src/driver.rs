@@ -243,8 +243,10 @@ async fn write_together(
         (c.conflicts, c.permanent_failures)
     };
     let before = written(flush);
+    // Committed by now (§8 deadline: a claim committed after it sends nothing).
+    let now = inner.now();
     for ((token, _), result) in writes.iter().zip(results) {
-        inner.outstanding.with(|o| flush.borrow_mut().handle_written(*token, result, o));
+        inner.outstanding.with(|o| flush.borrow_mut().handle_written(*token, result, now, o));
     }
     // Conflict successors and blocked rows count when they are written (§12).
     let after = written(flush);

@@ -601,6 +601,40 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
 }
 
 #[wasm_bindgen_test]
+async fn a_claim_committed_after_the_deadline_sends_nothing() {
+    // §8: the flush's clock is read when a write commits, not only when it is planned. Sends
+    // answer at once, one at a time (concurrency 1): the first answer lets the row claimed
+    // ahead go and asks for a claim of the third row, written with the first answer's ACK.
+    // That ACK's `reconcile`, inside the transaction, moves the clock past the deadline: the
+    // claim was planned before it and commits after it, and its row must not go out.
+    let db = db_name("deadline-commit");
+    let a = open(&db, "tab-a").await;
+    for t in ["w:1", "w:2", "w:3"] {
+        ok(a.enqueue(
+            obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})),
+            JsValue::UNDEFINED,
+        ))
+        .await;
+    }
+    let key = format!("clock_{}", db.replace('-', "_"));
+    let o = flush_opts("alice", js_fn("op", "return {type: 'success', receipt: null};"));
+    let late = format!("globalThis.{key} = Math.max(globalThis.{key}, {}); return [];", T0 + 1_000.0);
+    set(&o, "reconcile", &js_fn("a", &late));
+    set(&o, "deadline", &(T0 + 500.0).into());
+    set(&o, "concurrency", &1.into());
+    let rep = ok(a.flush(o)).await;
+    assert_eq!(
+        (rep["claimed"].clone(), rep["succeeded"].clone(), rep["released"].clone()),
+        (json!(2), json!(2), json!(1)),
+        "{rep}"
+    );
+    let left = ok(a.rows("alice".into())).await;
+    let left = left.as_array().unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0]["state"] == "queued" && left[0].get("evidence").is_none(), "never sent: {left:?}");
+}
+
+#[wasm_bindgen_test]
 async fn the_longest_lease_and_backoff_are_accepted() {
     let db = db_name("longest-lease");
     let o = options(&db, "tab-a");

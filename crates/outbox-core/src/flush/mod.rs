@@ -12,7 +12,7 @@
 //!    - [`Request::Write`]: open **one** readwrite transaction, read the rows of `scopes`,
 //!      call [`Flush::plan`] synchronously, carry out the returned plan (compare its
 //!      `expected` with the rows of its scopes as just read; apply all or nothing) and
-//!      commit → [`Flush::handle_written`];
+//!      commit → [`Flush::handle_written`] (with the time of the commit);
 //!    - [`Request::Send`] → app `send` → [`Flush::handle_sent`];
 //!    - [`Request::Prepare`] → app `prepareSuccessor` → [`Flush::handle_prepared`];
 //!    - [`Request::FindReceipt`] → app `findCreateReceipt` → [`Flush::handle_found`];
@@ -234,11 +234,24 @@ impl Flush {
         self.report.next_due_at = Some(self.report.next_due_at.map_or(now.0, |at| at.min(now.0)));
     }
 
-    /// The result of a [`Request::Write`]: `None` when [`Flush::plan`] planned nothing.
-    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>, out: &mut Outstanding) {
+    /// §8 deadline, met while draining: no more rows go out, not even those claimed ahead
+    /// (released by `send_ready`, when the step that met it has been handled).
+    fn stop_at_deadline(&mut self, now: Millis) {
+        if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
+            self.stopped_while_draining(now);
+            self.end(Ending::Deadline);
+        }
+    }
+
+    /// The result of a [`Request::Write`], committed by `now`: `None` when [`Flush::plan`]
+    /// planned nothing.
+    pub fn handle_written(&mut self, token: Token, result: Option<ReplaceOutcome>, now: Millis, out: &mut Outstanding) {
         let Some(task) = self.tasks.remove(&token) else {
             return;
         };
+        // §8 deadline: a claim planned before it and committed after it sends nothing (its
+        // rows are released, below).
+        self.stop_at_deadline(now);
         if let (Task::Claim(ClaimBatch { missed: true, .. }), Phase::Draining { progress }) = (&task, &mut self.phase) {
             // A row its stretch did not hold may be there unchanged (rows saved into the
             // stretch since pushed it out): the queue is read again before the flush ends,
@@ -299,12 +312,7 @@ impl Flush {
         }
         if let Some(now) = now {
             self.send_ready_at = now;
-            if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
-                // §8 deadline: no more rows go out, not even those claimed ahead (released by
-                // `send_ready`, when this answer has been handled).
-                self.stopped_while_draining(now);
-                self.end(Ending::Deadline);
-            }
+            self.stop_at_deadline(now);
         }
         self.report.counters.record(&outcome);
         self.time_passed();

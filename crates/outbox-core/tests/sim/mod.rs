@@ -223,7 +223,8 @@ impl World {
 
     /// Hands a write's result to the flush ([`World::write_unhandled`]).
     pub fn written(&mut self, tab: usize, token: Token, r: Option<ReplaceOutcome>) {
-        self.with_flush(tab, |f, out| f.handle_written(token, r, out));
+        let now = self.tabs[tab].now;
+        self.with_flush(tab, |f, out| f.handle_written(token, r, now, out));
         self.collect(tab);
     }
 
@@ -259,7 +260,7 @@ impl World {
                     seen.push(r.clone());
                     port(r)
                 });
-                flush.handle_written(token, r, out);
+                flush.handle_written(token, r, now, out);
             }
             Request::Send { token, op } => {
                 if let Some(claim) = self.store.get(&op.id).and_then(|v| v.get("claim")) {
