@@ -331,7 +331,7 @@ export interface FlushOptions<S extends object = AnyStores> extends AckPorts<S> 
   /** Default: the configured `send` (or transport's). */
   send?: Send;
   maxRows?: number;
-  /** Claim no row at or after this instant of the outbox's clock (`now()`), e.g.
+  /** Claim and send no row at or after this instant of the outbox's clock (`now()`), e.g.
    *  `Date.now() + 20_000` in a service worker's `sync` handler: the rest stays queued. */
   deadline?: number;
   concurrency?: number;

@@ -163,7 +163,10 @@ import { gzipSync } from "node:zlib";
 // ahead to `send_ready`, which makes it wherever the deadline was seen (−3 B).
 // Raised to 119,988 (2026-12-07, the session after): a claim committed after the deadline
 // sends nothing (the flush's clock read at the commit, §8; +19 B, still ≤ 120 KB).
-const BUDGET_GZIP_BYTES = 119_988;
+// Lowered to 119,857: a send asked for and not taken yet when the flush ends (deadline,
+// auth answer) goes back among the rows claimed ahead, in `end`, instead of a release loop
+// of its own for the auth ending (−131 B).
+const BUDGET_GZIP_BYTES = 119_857;
 
 const file = join(dirname(fileURLToPath(import.meta.url)), "..", "pkg", "outbox_idb_bg.wasm");
 const wasm = readFileSync(file);

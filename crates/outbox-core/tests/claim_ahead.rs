@@ -2,11 +2,12 @@
 //! as many rows more claimed, waiting for one of them to answer; `maxRows` counts them
 //! with the sends made and the claims being written; a row claimed ahead goes out only while
 //! at least half of its lease is left when its turn comes; at the deadline nothing more is
-//! claimed, whatever write was asked for before it.
+//! claimed or sent, whatever write was asked for before it, and a send the flush asked for
+//! but the driver had not taken yet does not go out (nor after an auth answer, §6).
 
 mod sim;
 
-use outbox_core::{Millis, Request};
+use outbox_core::{Millis, Outcome, Request};
 use serde_json::json;
 use sim::*;
 
@@ -288,4 +289,120 @@ fn s8_a_claim_planned_before_the_deadline_and_committed_after_it_sends_nothing()
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (4, 4, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0, "the claim handed back");
     assert_eq!(rep.next_due_at, Some(now + 100), "the rows left are sendable at once");
+}
+
+/// Hands the answer `idx` in the air to tab A's flush at the tab's time, without taking the
+/// requests it asks for: a driver runs several steps before it looks at them.
+fn hear(w: &mut World, idx: usize, outcome: Option<Outcome>) {
+    let (token, heard) = w.tabs[A].air.remove(idx);
+    let now = w.tabs[A].now;
+    w.with_flush(A, |f, out| f.handle_sent(token, outcome.unwrap_or(heard), now, out));
+}
+
+/// Four rows of five claimed with concurrency 2 and a deadline 100 ms on: two sent, two
+/// claimed ahead. The flush's start instant with the world.
+fn two_out_two_ahead() -> (World, i64) {
+    let mut w = World::new(1);
+    records(&mut w, 5);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+    });
+    fill_air(&mut w);
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 4));
+    (w, now)
+}
+
+#[test]
+fn s8_a_send_asked_for_but_not_taken_yet_when_an_answer_meets_the_deadline_does_not_go_out() {
+    // The first answer (before the deadline) asks for the send of a row claimed ahead; the
+    // second (at the deadline) comes before the driver has taken that send.
+    let (mut w, now) = two_out_two_ahead();
+    hear(&mut w, 0, None);
+    w.advance(A, 100);
+    hear(&mut w, 0, None);
+    w.collect(A);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 2, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 2, 2), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0, "both rows claimed ahead handed back");
+    assert_eq!(rep.next_due_at, Some(now + 100));
+}
+
+#[test]
+fn s6_a_send_asked_for_but_not_taken_yet_when_an_auth_answer_arrives_does_not_go_out_nor_another() {
+    // The first answer asks for the send of a row claimed ahead; the second, an auth answer,
+    // comes before the driver has taken that send. Releasing it leaves room among the
+    // sends: the other row claimed ahead must not take it.
+    let (mut w, _) = two_out_two_ahead();
+    hear(&mut w, 0, None);
+    hear(&mut w, 0, Some(Outcome::Auth));
+    w.collect(A);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the auth answer: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 2, "nothing sent on the expired session");
+    // Released: both rows claimed ahead, and the row of the claim the first answer asked
+    // for (committed after the auth answer).
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 1, 3), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0, "every claim handed back");
+}
+
+#[test]
+fn s8_a_send_asked_for_but_not_taken_yet_when_a_plan_meets_the_deadline_does_not_go_out() {
+    // The first answer (before the deadline) sends a row claimed ahead and asks for a claim
+    // of one more row with its ACK. The second answer (before the deadline too) asks for the
+    // send of the last row claimed ahead; before the driver has taken it, it plans that
+    // write, past the deadline.
+    let (mut w, _) = two_out_two_ahead();
+    hear(&mut w, 0, None);
+    w.collect(A);
+    while let Some(i) = w.find(A, is_send) {
+        w.step(A, i, &mut truthful);
+    }
+    assert_eq!(w.server.received.len(), 3);
+    hear(&mut w, 0, None);
+    w.advance(A, 100);
+    let write = w.find(A, |r| matches!(r, Request::Write { .. })).expect("the claim and the ACK");
+    let (token, r) = w.write_unhandled(A, write);
+    w.written(A, token, r);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0, "the row claimed ahead handed back");
+}
+
+#[test]
+fn s8_a_send_asked_for_but_not_taken_yet_when_a_read_meets_the_deadline_does_not_go_out() {
+    // The first answer sends a row claimed ahead and asks for a claim of the last row, which
+    // another tab takes first: the claim is stale, no candidate is left, and the queue is
+    // read again while two sends are out. The second answer (before the deadline) asks for
+    // the send of the last row claimed ahead; before the driver has taken it, the read comes
+    // back, past the deadline.
+    let (mut w, _) = two_out_two_ahead();
+    hear(&mut w, 0, None);
+    w.collect(A);
+    while let Some(i) = w.find(A, is_send) {
+        w.step(A, i, &mut truthful);
+    }
+    let mut last =
+        w.store.read_owner("alice").into_iter().find(|r| r.get("claim").is_none()).expect("a row not claimed");
+    last["state"] = json!("sending");
+    last["claim"] = json!({"tabId": "tab-z", "expiresAt": w.tabs[A].now.0 + 10_000, "fence": 1});
+    w.store.seed(last);
+    while let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. })) {
+        w.step(A, i, &mut truthful);
+    }
+    let read = w.find(A, |r| matches!(r, Request::ReadOwner { .. })).expect("the queue read again");
+    assert_eq!(w.tabs[A].air.len(), 2, "two sends out");
+    hear(&mut w, 0, None);
+    w.advance(A, 100);
+    w.step(A, read, &mut truthful);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released, rep.stale), (3, 3, 1, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 1, "only the other tab's claim is left");
 }

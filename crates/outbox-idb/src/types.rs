@@ -220,7 +220,7 @@ export interface FlushOptions extends AckPorts {
   owner: string;
   send: (op: SendOp) => Outcome | Promise<Outcome>;
   maxRows?: number;
-  /** Claim no row at or after this instant of the outbox's clock (`now()`), e.g.
+  /** Claim and send no row at or after this instant of the outbox's clock (`now()`), e.g.
    *  `Date.now() + 20_000` in a service worker's `sync` handler: the rest stays queued.
    *  Sends already under way are awaited, so give `send` a timeout of its own. */
   deadline?: number;

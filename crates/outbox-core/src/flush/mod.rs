@@ -235,7 +235,7 @@ impl Flush {
     }
 
     /// §8 deadline, met while draining: no more rows go out, not even those claimed ahead
-    /// (released by `send_ready`, when the step that met it has been handled).
+    /// or asked to be sent and not taken yet (they are released, [`Flush::end`]).
     fn stop_at_deadline(&mut self, now: Millis) {
         if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
             self.stopped_while_draining(now);
@@ -342,35 +342,14 @@ impl Flush {
             self.auth_answers = seen;
             if matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
                 self.end(Ending::Auth);
-                self.release_unsent(out);
+                self.release_ready(out);
             }
         }
-    }
-
-    /// §6: rows claimed whose send the driver has not taken yet do not go out on the
-    /// expired session: each is released (claim expired, fence kept), as a claim that
-    /// commits after the auth answer is.
-    fn release_unsent(&mut self, out: &mut Outstanding) {
-        // Taken out one by one (no `drain`: one more copy of its code in the module).
-        let mut requests = std::mem::take(&mut self.requests);
-        let mut unsent = Vec::new();
-        while let Some(req) = requests.pop_front() {
-            match req {
-                Request::Send { token, .. } => unsent.push(token),
-                other => self.requests.push_back(other),
-            }
-        }
-        for token in unsent {
-            self.in_flight = self.in_flight.saturating_sub(1);
-            self.report.claimed = self.report.claimed.saturating_sub(1);
-            self.release_claimed(token, out);
-        }
-        self.release_ready(out);
     }
 
     /// Rows claimed ahead whose send was not asked for: released (claim expired, fence
     /// kept, evidence as before the claim), as a claim that commits after an auth answer.
-    fn release_ready(&mut self, out: &mut Outstanding) {
+    pub(super) fn release_ready(&mut self, out: &mut Outstanding) {
         // Taken all at once: releasing one pumps the flush, whose `send_ready` would
         // otherwise send the next one (§8: at the deadline nothing more goes out).
         for token in std::mem::take(&mut self.ready) {
@@ -384,18 +363,30 @@ impl Flush {
         }
     }
 
-    /// Stops claiming. §6: an auth answer ends the flush for this owner, and rows whose
-    /// claim is being written are released when it commits (see `handle_written`). §8: at
-    /// the deadline the flush takes no more rows. Sends already made are answered as usual.
-    /// (A deadline may replace an auth ending: from the deadline on no claim commits, so no
-    /// claim is left for the auth ending to release.)
-    fn end(&mut self, why: Ending) {
+    /// Stops claiming and sending. §6: an auth answer ends the flush for this owner, and rows
+    /// whose claim is being written are released when it commits (see `handle_written`).
+    /// §8: at the deadline the flush takes no more rows. Sends already made are answered as
+    /// usual; a send asked for but not taken by the driver yet (several steps may run before
+    /// it looks) does not go out: its row waits with those claimed ahead, to be released.
+    pub(super) fn end(&mut self, why: Ending) {
         let reading = match self.phase {
             Phase::Reading { token, .. } | Phase::Ending { reading: Some(token), .. } => Some(token),
             _ => None,
         };
         self.phase = Phase::Ending { why, reading };
         self.candidates.clear();
+        // Taken out one by one (no `drain`: one more copy of its code in the module).
+        let mut requests = std::mem::take(&mut self.requests);
+        while let Some(req) = requests.pop_front() {
+            match req {
+                Request::Send { token, .. } => {
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    self.report.claimed = self.report.claimed.saturating_sub(1);
+                    self.ready.push_back(token);
+                }
+                other => self.requests.push_back(other),
+            }
+        }
     }
 
     /// §8 answers written together: an answer ([`Flush::emit`] parks them all) waits while
@@ -537,8 +528,8 @@ impl Flush {
     pub(super) fn send_ready(&mut self, out: &mut Outstanding) {
         if matches!(self.phase, Phase::Ending { why: Ending::Deadline, .. }) {
             // §8: stopped by its deadline — wherever that was seen (an answer, a plan, a
-            // read) — the flush sends nothing more: the rows go back. (An auth answer's
-            // ending releases them where it is seen, `release_unsent`: no claim makes more.)
+            // commit, a read) — the flush sends nothing more: the rows go back. (An auth
+            // answer's ending releases them where it is seen: no claim makes more.)
             self.release_ready(out);
             return;
         }

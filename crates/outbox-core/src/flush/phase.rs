@@ -39,7 +39,8 @@ pub(super) enum Ending {
     Auth,
     /// `maxRows` sends were made (§8).
     MaxRows,
-    /// The deadline passed (§8): seen when a round's rows were read or a claim was planned.
+    /// The deadline passed (§8): seen when a round's rows were read, a write was planned or
+    /// committed, or an answer arrived.
     Deadline,
     /// The flush was told the network is down (§8 offline): it never started.
     Offline,

@@ -142,9 +142,10 @@ pub struct FlushOptions {
     pub backoff: Backoff,
     /// Stop claiming after this many sends.
     pub max_rows: Option<u64>,
-    /// Claim nothing at or after this instant of the tab's clock (§8): a service worker's
-    /// `sync` event must end within the browser's limit, so the flush stops taking rows and
-    /// leaves the rest queued. Sends and answers under way still finish.
+    /// Claim and send nothing at or after this instant of the tab's clock (§8): a service
+    /// worker's `sync` event must end within the browser's limit, so the flush stops taking
+    /// rows (those claimed and not sent are released) and leaves the rest queued. Sends and
+    /// answers under way still finish.
     pub deadline: Option<Millis>,
     /// Sends of different targets outstanding at once (at least 1); as many rows more may
     /// be claimed ahead of their sends.

@@ -58,15 +58,15 @@ impl Flush {
         let selection = select(&stored, &tab.tab_id, now, tab.lease_ms, self.opts.online_since);
         // §8 when to flush next: as of this read, the last one of the flush so far.
         self.report.next_due_at = selection.next_due_at.map(|at| at.0);
+        self.phase = Phase::Draining { progress };
         if self.past_deadline(now) {
             // No claims and no port calls for orphans once the deadline has passed.
             if !selection.sendable.is_empty() {
                 self.stopped_while_draining(now);
             }
-            self.phase = Phase::Ending { why: Ending::Deadline, reading: None };
+            self.end(Ending::Deadline);
             return;
         }
-        self.phase = Phase::Draining { progress };
         // The decoded rows by id, as places in `stored` and `raws` (of two with one id, the
         // later one).
         let by_id = Lookup::new(stored.iter().map(|s| s.row().map(|r| r.id.as_str())));
