@@ -349,7 +349,7 @@ impl Flush {
 
     /// Rows claimed ahead whose send was not asked for: released (claim expired, fence
     /// kept, evidence as before the claim), as a claim that commits after an auth answer.
-    pub(super) fn release_ready(&mut self, out: &mut Outstanding) {
+    fn release_ready(&mut self, out: &mut Outstanding) {
         // Taken all at once: releasing one pumps the flush, whose `send_ready` would
         // otherwise send the next one (§8: at the deadline nothing more goes out).
         for token in std::mem::take(&mut self.ready) {
@@ -368,7 +368,7 @@ impl Flush {
     /// §8: at the deadline the flush takes no more rows. Sends already made are answered as
     /// usual; a send asked for but not taken by the driver yet (several steps may run before
     /// it looks) does not go out: its row waits with those claimed ahead, to be released.
-    pub(super) fn end(&mut self, why: Ending) {
+    fn end(&mut self, why: Ending) {
         let reading = match self.phase {
             Phase::Reading { token, .. } | Phase::Ending { reading: Some(token), .. } => Some(token),
             _ => None,
