@@ -15,7 +15,12 @@ const A: usize = 0;
 
 /// Seeds records `w:0` .. `w:{n-1}` at revision 1 and queues one update of each.
 fn records(w: &mut World, n: usize) {
-    for i in 0..n {
+    records_from(w, 0, n);
+}
+
+/// As [`records`], of `w:{from}` .. `w:{from+n-1}`.
+fn records_from(w: &mut World, from: usize, n: usize) {
+    for i in from..from + n {
         w.server.seed_record(&format!("w:{i}"), 1);
         let _ = w.enqueue(A, update("alice", &format!("w:{i}"), json!({"x": i})));
     }
@@ -302,8 +307,17 @@ fn hear(w: &mut World, idx: usize, outcome: Option<Outcome>) {
 /// Four rows of five claimed with concurrency 2 and a deadline 100 ms on: two sent, two
 /// claimed ahead. The flush's start instant with the world.
 fn two_out_two_ahead() -> (World, i64) {
+    two_out_two_ahead_of(5)
+}
+
+/// As [`two_out_two_ahead`], of `n` rows, enqueued 1 ms apart (a claim batch's span of
+/// the queue then names its rows).
+fn two_out_two_ahead_of(n: usize) -> (World, i64) {
     let mut w = World::new(1);
-    records(&mut w, 5);
+    for i in 0..n {
+        records_from(&mut w, i, 1);
+        w.advance(A, 1);
+    }
     let now = w.tabs[A].now.0;
     w.start_flush_with(A, "alice", |o| {
         o.deadline = Some(Millis(now + 100));
@@ -405,4 +419,107 @@ fn s8_a_send_asked_for_but_not_taken_yet_when_a_read_meets_the_deadline_does_not
     assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released, rep.stale), (3, 3, 1, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 1, "only the other tab's claim is left");
+}
+
+/// The place in tab A's inbox of the claim batch of a row no claim holds yet, and that row
+/// (the batch's span of the queue names it: rows 1 ms apart).
+fn claim_of_a_free_row(w: &World) -> Option<(usize, serde_json::Value)> {
+    let rows = w.store.read_owner("alice");
+    w.tabs[A].inbox.iter().enumerate().find_map(|(i, r)| match r {
+        Request::Write { scopes, .. } => scopes.iter().find_map(|s| match s {
+            outbox_core::Scope::Span { from, to, .. } => rows
+                .iter()
+                .find(|r| r.get("claim").is_none() && r["savedAt"].as_f64().is_some_and(|t| t >= *from && t <= *to))
+                .map(|r| (i, r.clone())),
+            _ => None,
+        }),
+        _ => None,
+    })
+}
+
+#[test]
+fn s8_a_send_withdrawn_by_a_read_past_the_deadline_with_nothing_else_under_way_is_released() {
+    // Six rows, concurrency 2: four claimed, two sent. The first answer sends a row claimed
+    // ahead and asks for a claim of a fifth row, which another tab takes first; the second
+    // answer sends the other row claimed ahead and asks for a claim of the sixth. The stale
+    // claim leaves no candidate: the queue is read again. Every send made answers and is
+    // written. Then, in one step of the driver, the sixth row's claim commits (its send is
+    // asked for) and the read comes back past the deadline: that send does not go out,
+    // and with nothing else under way the row is released at once, not left claimed.
+    let (mut w, _) = two_out_two_ahead_of(6);
+    hear(&mut w, 0, None);
+    w.collect(A);
+    let (_, mut fifth) = claim_of_a_free_row(&w).expect("the fifth row's claim");
+    fifth["state"] = json!("sending");
+    fifth["claim"] = json!({"tabId": "tab-z", "expiresAt": w.tabs[A].now.0 + 10_000, "fence": 1});
+    w.store.seed(fifth);
+    while let Some(i) = w.find(A, is_send) {
+        w.step(A, i, &mut truthful);
+    }
+    hear(&mut w, 0, None);
+    w.collect(A);
+    let (last, _) = claim_of_a_free_row(&w).expect("the sixth row's claim");
+    let (token, r) = w.write_unhandled(A, last);
+    loop {
+        if let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. }) || is_send(r)) {
+            w.step(A, i, &mut truthful);
+        } else if !w.tabs[A].air.is_empty() {
+            w.deliver(A, 0);
+        } else {
+            break;
+        }
+    }
+    let read = w.find(A, |r| matches!(r, Request::ReadOwner { .. })).expect("the queue read again");
+    let now = w.tabs[A].now;
+    w.with_flush(A, |f, out| f.handle_written(token, r, now, out));
+    w.advance(A, 100);
+    w.step(A, read, &mut truthful);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 4, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released, rep.stale), (4, 4, 1, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 1, "only the other tab's claim is left");
+}
+
+/// Four rows, `maxRows` 3, concurrency 2 and a deadline 100 ms on: three rows claimed, two
+/// sent; the first answer asks for the last send `maxRows` allows, and the driver has not
+/// taken it yet.
+fn last_send_of_max_rows_not_taken() -> World {
+    let mut w = World::new(1);
+    records(&mut w, 4);
+    let now = w.tabs[A].now.0;
+    w.start_flush_with(A, "alice", |o| {
+        o.deadline = Some(Millis(now + 100));
+        o.concurrency = 2;
+        o.max_rows = Some(3);
+    });
+    fill_air(&mut w);
+    assert_eq!((w.tabs[A].air.len(), claimed_now(&w)), (2, 3));
+    hear(&mut w, 0, None);
+    w
+}
+
+#[test]
+fn s8_the_last_send_max_rows_allows_not_taken_yet_when_an_answer_meets_the_deadline_does_not_go_out() {
+    let mut w = last_send_of_max_rows_not_taken();
+    w.advance(A, 100);
+    hear(&mut w, 0, None);
+    w.collect(A);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 2, "nothing sent after the deadline");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 2, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0);
+}
+
+#[test]
+fn s6_the_last_send_max_rows_allows_not_taken_yet_when_an_auth_answer_arrives_does_not_go_out() {
+    let mut w = last_send_of_max_rows_not_taken();
+    hear(&mut w, 0, Some(Outcome::Auth));
+    w.collect(A);
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the auth answer: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), 2, "nothing sent on the expired session");
+    assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 1, 1), "{rep:?}");
+    assert_eq!(claimed_now(&w), 0);
 }

@@ -237,9 +237,18 @@ impl Flush {
     /// §8 deadline, met while draining: no more rows go out, not even those claimed ahead
     /// or asked to be sent and not taken yet (they are released, [`Flush::end`]).
     fn stop_at_deadline(&mut self, now: Millis) {
-        if self.past_deadline(now) && matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
-            self.stopped_while_draining(now);
-            self.end(Ending::Deadline);
+        if !self.past_deadline(now) {
+            return;
+        }
+        match self.phase {
+            Phase::Reading { .. } | Phase::Draining { .. } => {
+                self.stopped_while_draining(now);
+                self.end(Ending::Deadline);
+            }
+            // Stopped by `maxRows` in the step that asked for its last send: that send, not
+            // taken yet, does not go out (its `nextDueAt` stays its last read's, §8).
+            Phase::Ending { why: Ending::MaxRows, .. } => self.end(Ending::Deadline),
+            _ => {}
         }
     }
 
@@ -340,7 +349,11 @@ impl Flush {
         let seen = out.auth_answers(&self.opts.owner);
         if seen > self.auth_answers {
             self.auth_answers = seen;
-            if matches!(self.phase, Phase::Reading { .. } | Phase::Draining { .. }) {
+            // (Stopped by `maxRows` too: its last send may not be taken yet.)
+            if matches!(
+                self.phase,
+                Phase::Reading { .. } | Phase::Draining { .. } | Phase::Ending { why: Ending::MaxRows, .. }
+            ) {
                 self.end(Ending::Auth);
                 self.release_ready(out);
             }

@@ -65,6 +65,8 @@ impl Flush {
                 self.stopped_while_draining(now);
             }
             self.end(Ending::Deadline);
+            // A send the end took back may have nothing else under way to release it.
+            self.release_ready(out);
             return;
         }
         // The decoded rows by id, as places in `stored` and `raws` (of two with one id, the
