@@ -272,28 +272,44 @@ fn s8_a_claim_planned_before_the_deadline_and_committed_after_it_sends_nothing()
     // also before the deadline, left room among the sends: the row it claimed must not go
     // out; it is handed back.
     let (mut w, now) = first_answer_before_a_deadline();
-    let sends = |w: &mut World| {
-        while let Some(i) = w.find(A, |r| !matches!(r, Request::Write { .. } | Request::Wait { .. })) {
-            w.step(A, i, &mut truthful);
-        }
-    };
-    sends(&mut w);
+    make_sends(&mut w);
     let claim = w.find(A, |r| matches!(r, Request::Write { .. })).expect("the claim of one more row");
     let (token, r) = w.write_unhandled(A, claim);
     while !w.tabs[A].air.is_empty() {
         w.deliver(A, 0);
-        sends(&mut w);
+        make_sends(&mut w);
     }
     assert_eq!(w.server.received.len(), 4, "every row claimed before went out before the deadline");
     assert_eq!(claimed_now(&w), 5, "the claim committed (and the four answers are not written yet)");
     w.advance(A, 100);
     w.written(A, token, r);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 4, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 4, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (4, 4, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0, "the claim handed back");
     assert_eq!(rep.next_due_at, Some(now + 100), "the rows left are sendable at once");
+}
+
+/// Carries out every send tab A's flush has asked for (before any deadline).
+fn make_sends(w: &mut World) {
+    while let Some(i) = w.find(A, is_send) {
+        w.step(A, i, &mut truthful);
+    }
+}
+
+/// Tab A's flush asks for no send now and, drained, has sent `sent` rows in all: nothing
+/// after `stop`. Its report.
+fn nothing_more_sent(w: &mut World, sent: usize, stop: &str) -> outbox_core::FlushReport {
+    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after {stop}: {:?}", w.tabs[A].inbox);
+    let rep = w.drain(A, &mut truthful);
+    assert_eq!(w.server.received.len(), sent, "nothing sent after {stop}");
+    rep
+}
+
+/// Stores `row` as claimed by another tab (a claim of it by tab A is then stale).
+fn claimed_by_another_tab(w: &mut World, mut row: serde_json::Value) {
+    row["state"] = json!("sending");
+    row["claim"] = json!({"tabId": "tab-z", "expiresAt": w.tabs[A].now.0 + 10_000, "fence": 1});
+    w.store.seed(row);
 }
 
 /// Hands the answer `idx` in the air to tab A's flush at the tab's time, without taking the
@@ -337,9 +353,7 @@ fn s8_a_send_asked_for_but_not_taken_yet_when_an_answer_meets_the_deadline_does_
     w.advance(A, 100);
     hear(&mut w, 0, None);
     w.collect(A);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 2, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 2, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 2, 2), "{rep:?}");
     assert_eq!(claimed_now(&w), 0, "both rows claimed ahead handed back");
     assert_eq!(rep.next_due_at, Some(now + 100));
@@ -354,9 +368,7 @@ fn s6_a_send_asked_for_but_not_taken_yet_when_an_auth_answer_arrives_does_not_go
     hear(&mut w, 0, None);
     hear(&mut w, 0, Some(Outcome::Auth));
     w.collect(A);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the auth answer: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 2, "nothing sent on the expired session");
+    let rep = nothing_more_sent(&mut w, 2, "the auth answer");
     // Released: both rows claimed ahead, and the row of the claim the first answer asked
     // for (committed after the auth answer).
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 1, 3), "{rep:?}");
@@ -372,18 +384,14 @@ fn s8_a_send_asked_for_but_not_taken_yet_when_a_plan_meets_the_deadline_does_not
     let (mut w, _) = two_out_two_ahead();
     hear(&mut w, 0, None);
     w.collect(A);
-    while let Some(i) = w.find(A, is_send) {
-        w.step(A, i, &mut truthful);
-    }
+    make_sends(&mut w);
     assert_eq!(w.server.received.len(), 3);
     hear(&mut w, 0, None);
     w.advance(A, 100);
     let write = w.find(A, |r| matches!(r, Request::Write { .. })).expect("the claim and the ACK");
     let (token, r) = w.write_unhandled(A, write);
     w.written(A, token, r);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 3, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (3, 3, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0, "the row claimed ahead handed back");
 }
@@ -398,14 +406,9 @@ fn s8_a_send_asked_for_but_not_taken_yet_when_a_read_meets_the_deadline_does_not
     let (mut w, _) = two_out_two_ahead();
     hear(&mut w, 0, None);
     w.collect(A);
-    while let Some(i) = w.find(A, is_send) {
-        w.step(A, i, &mut truthful);
-    }
-    let mut last =
-        w.store.read_owner("alice").into_iter().find(|r| r.get("claim").is_none()).expect("a row not claimed");
-    last["state"] = json!("sending");
-    last["claim"] = json!({"tabId": "tab-z", "expiresAt": w.tabs[A].now.0 + 10_000, "fence": 1});
-    w.store.seed(last);
+    make_sends(&mut w);
+    let last = w.store.read_owner("alice").into_iter().find(|r| r.get("claim").is_none()).expect("a row not claimed");
+    claimed_by_another_tab(&mut w, last);
     while let Some(i) = w.find(A, |r| matches!(r, Request::Write { .. })) {
         w.step(A, i, &mut truthful);
     }
@@ -414,9 +417,7 @@ fn s8_a_send_asked_for_but_not_taken_yet_when_a_read_meets_the_deadline_does_not
     hear(&mut w, 0, None);
     w.advance(A, 100);
     w.step(A, read, &mut truthful);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 3, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 3, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released, rep.stale), (3, 3, 1, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 1, "only the other tab's claim is left");
 }
@@ -449,13 +450,9 @@ fn s8_a_send_withdrawn_by_a_read_past_the_deadline_with_nothing_else_under_way_i
     let (mut w, _) = two_out_two_ahead_of(6);
     hear(&mut w, 0, None);
     w.collect(A);
-    let (_, mut fifth) = claim_of_a_free_row(&w).expect("the fifth row's claim");
-    fifth["state"] = json!("sending");
-    fifth["claim"] = json!({"tabId": "tab-z", "expiresAt": w.tabs[A].now.0 + 10_000, "fence": 1});
-    w.store.seed(fifth);
-    while let Some(i) = w.find(A, is_send) {
-        w.step(A, i, &mut truthful);
-    }
+    let (_, fifth) = claim_of_a_free_row(&w).expect("the fifth row's claim");
+    claimed_by_another_tab(&mut w, fifth);
+    make_sends(&mut w);
     hear(&mut w, 0, None);
     w.collect(A);
     let (last, _) = claim_of_a_free_row(&w).expect("the sixth row's claim");
@@ -474,9 +471,7 @@ fn s8_a_send_withdrawn_by_a_read_past_the_deadline_with_nothing_else_under_way_i
     w.with_flush(A, |f, out| f.handle_written(token, r, now, out));
     w.advance(A, 100);
     w.step(A, read, &mut truthful);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 4, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 4, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released, rep.stale), (4, 4, 1, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 1, "only the other tab's claim is left");
 }
@@ -505,9 +500,7 @@ fn s8_the_last_send_max_rows_allows_not_taken_yet_when_an_answer_meets_the_deadl
     w.advance(A, 100);
     hear(&mut w, 0, None);
     w.collect(A);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the deadline: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 2, "nothing sent after the deadline");
+    let rep = nothing_more_sent(&mut w, 2, "the deadline");
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 2, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0);
 }
@@ -517,9 +510,7 @@ fn s6_the_last_send_max_rows_allows_not_taken_yet_when_an_auth_answer_arrives_do
     let mut w = last_send_of_max_rows_not_taken();
     hear(&mut w, 0, Some(Outcome::Auth));
     w.collect(A);
-    assert!(!w.tabs[A].inbox.iter().any(is_send), "a send after the auth answer: {:?}", w.tabs[A].inbox);
-    let rep = w.drain(A, &mut truthful);
-    assert_eq!(w.server.received.len(), 2, "nothing sent on the expired session");
+    let rep = nothing_more_sent(&mut w, 2, "the auth answer");
     assert_eq!((rep.claimed, rep.succeeded, rep.released), (2, 1, 1), "{rep:?}");
     assert_eq!(claimed_now(&w), 0);
 }

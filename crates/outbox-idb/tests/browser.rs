@@ -558,10 +558,9 @@ async fn an_engine_without_durability_commits_with_its_default() {
     assert!(offered.as_array().unwrap().contains(&json!(true)), "strict was asked for: {offered}");
 }
 
-#[wasm_bindgen_test]
-async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() {
-    let db = db_name("deadline");
-    let a = open(&db, "tab-a").await;
+/// Tab A of `db`, with updates of `w:1`, `w:2` and `w:3` queued for alice.
+async fn three_updates(db: &str) -> Outbox {
+    let a = open(db, "tab-a").await;
     for t in ["w:1", "w:2", "w:3"] {
         ok(a.enqueue(
             obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})),
@@ -569,6 +568,13 @@ async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() 
         ))
         .await;
     }
+    a
+}
+
+#[wasm_bindgen_test]
+async fn flush_claims_nothing_from_its_deadline_on_and_leaves_the_rest_queued() {
+    let db = db_name("deadline");
+    let a = three_updates(&db).await;
     // Each send takes a second of the outbox's clock; the deadline is half a second away, so
     // the first send is made and answered, and no other row goes out after it: the one
     // claimed ahead of its send is released, the third is never claimed.
@@ -608,14 +614,7 @@ async fn a_claim_committed_after_the_deadline_sends_nothing() {
     // That ACK's `reconcile`, inside the transaction, moves the clock past the deadline: the
     // claim was planned before it and commits after it, and its row must not go out.
     let db = db_name("deadline-commit");
-    let a = open(&db, "tab-a").await;
-    for t in ["w:1", "w:2", "w:3"] {
-        ok(a.enqueue(
-            obj(json!({"owner": "alice", "kind": "update", "target": t, "body": {"x": 1}})),
-            JsValue::UNDEFINED,
-        ))
-        .await;
-    }
+    let a = three_updates(&db).await;
     let key = format!("clock_{}", db.replace('-', "_"));
     let o = flush_opts("alice", js_fn("op", "return {type: 'success', receipt: null};"));
     let late = format!("globalThis.{key} = Math.max(globalThis.{key}, {}); return [];", T0 + 1_000.0);
