@@ -45,3 +45,44 @@ async fn s8_an_answer_beside_a_send_that_does_not_answer_is_written_within_the_w
     assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(2), json!(2)), "{rep}");
     assert_eq!(ok(a.rows("alice".into())).await, json!([]));
 }
+
+#[wasm_bindgen_test]
+async fn s8_a_flush_that_is_done_ends_without_waiting_for_its_answers_timer() {
+    // w:0's answer comes while w:1's send is out: it waits for company, and the driver sets
+    // a timer of ACK_WAIT_MS for it. The test holds that timer (it never fires). w:1's
+    // answer then comes: no send is out, both answers are written, and the flush is done.
+    // It must resolve then, not when the timer it no longer needs would fire.
+    let db = db_name("answers-done");
+    let a = open(&db, "tab-a").await;
+    enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
+    enqueue_update(&a, "alice", "w:1", json!({"i": 1})).await;
+    let key = format!("answer_{}", db.replace('-', "_"));
+    let send = format!(
+        "if (op.target === 'w:1') return new Promise((ok) => {{ globalThis.{key} = () => ok({{type: 'success', receipt: {{}}}}); }});
+         return {{type: 'success', receipt: {{}}}};"
+    );
+    let hold = "globalThis.heldTimers = []; const set = globalThis.setTimeout; globalThis.plainSetTimeout = set;
+                globalThis.setTimeout = (f, ms, ...r) => ms === 50 ? (heldTimers.push(f), -1) : set(f, ms, ...r);";
+    js("", hold).call0(&JsValue::NULL).unwrap();
+    let flush = a.flush(flush_opts("alice", &send));
+    let held = || get(&js_sys::global(), "heldTimers").unchecked_into::<js_sys::Array>().length();
+    for _ in 0..300 {
+        if held() > 0 {
+            break;
+        }
+        sleep(10).await;
+    }
+    let waited = held();
+    get(&js_sys::global(), &key).unchecked_into::<Function>().call0(&JsValue::NULL).unwrap();
+    let within = js(
+        "p",
+        "return Promise.race([p, new Promise((_, no) => plainSetTimeout(() => no('the flush waited for a timer it no longer needed'), 5000))]);",
+    );
+    let rep = settle(within.call1(&JsValue::NULL, &flush).unwrap().unchecked_into::<Promise>()).await;
+    js("", "globalThis.setTimeout = plainSetTimeout;").call0(&JsValue::NULL).unwrap();
+    assert_eq!(waited, 1, "w:0's answer waited for company with a timer of ACK_WAIT_MS");
+    let rep = rep.unwrap_or_else(|e| panic!("{e:?}"));
+    let rep = outbox_idb::convert::from_js(&rep, "report").unwrap();
+    assert_eq!((rep["claimed"].clone(), rep["succeeded"].clone()), (json!(2), json!(2)), "{rep}");
+    assert_eq!(ok(a.rows("alice".into())).await, json!([]));
+}
