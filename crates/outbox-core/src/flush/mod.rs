@@ -360,8 +360,9 @@ impl Flush {
         }
     }
 
-    /// Rows claimed ahead whose send was not asked for: released (claim expired, fence
-    /// kept, evidence as before the claim), as a claim that commits after an auth answer.
+    /// Rows claimed ahead whose send did not go out (and those `end` took back): released
+    /// (claim expired, fence kept, evidence as before the claim), as a claim that commits
+    /// after an auth answer.
     fn release_ready(&mut self, out: &mut Outstanding) {
         // Taken all at once: releasing one pumps the flush, whose `send_ready` would
         // otherwise send the next one (§8: at the deadline nothing more goes out).

@@ -27,8 +27,9 @@ pub struct FlushReport {
     /// Rows claimed and sent.
     pub claimed: u64,
     /// Rows claimed but not sent, handed back to `queued`: an auth answer ended the flush
-    /// while their claim was being written (§6), or rows claimed ahead of their sends did
-    /// not go out (the deadline, or less than half a lease left, §8).
+    /// (§6) or the deadline passed (§8) before they went out — rows claimed ahead of their
+    /// sends, rows whose claim was being written, a send asked for and not taken yet — or
+    /// less than half of a row's lease was left at its turn (§8).
     pub released: u64,
     /// Rows deleted after a success.
     pub succeeded: u64,
