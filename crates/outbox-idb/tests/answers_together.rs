@@ -17,18 +17,24 @@ async fn sleep(ms: u32) {
     let _ = settle(p.unchecked_into::<Promise>()).await;
 }
 
-#[wasm_bindgen_test]
-async fn s8_an_answer_beside_a_send_that_does_not_answer_is_written_within_the_wait() {
-    let db = db_name("answers-together");
+/// An outbox with updates of `w:0` and `w:1` queued for alice, and a `send` (its body) that
+/// answers w:0 at once and w:1 only when the test calls the global function `key`.
+async fn w1_answers_when_told(name: &str) -> (outbox_idb::Outbox, String, String) {
+    let db = db_name(name);
     let a = open(&db, "tab-a").await;
     enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
     enqueue_update(&a, "alice", "w:1", json!({"i": 1})).await;
-    // w:1's send answers only when the test says so; w:0's at once.
     let key = format!("answer_{}", db.replace('-', "_"));
     let send = format!(
         "if (op.target === 'w:1') return new Promise((ok) => {{ globalThis.{key} = () => ok({{type: 'success', receipt: {{}}}}); }});
          return {{type: 'success', receipt: {{}}}};"
     );
+    (a, key, send)
+}
+
+#[wasm_bindgen_test]
+async fn s8_an_answer_beside_a_send_that_does_not_answer_is_written_within_the_wait() {
+    let (a, key, send) = w1_answers_when_told("answers-together").await;
     let flush = a.flush(flush_opts("alice", &send));
     let mut targets = Vec::new();
     for _ in 0..300 {
@@ -52,15 +58,7 @@ async fn s8_a_flush_that_is_done_ends_without_waiting_for_its_answers_timer() {
     // a timer of ACK_WAIT_MS for it. The test holds that timer (it never fires). w:1's
     // answer then comes: no send is out, both answers are written, and the flush is done.
     // It must resolve then, not when the timer it no longer needs would fire.
-    let db = db_name("answers-done");
-    let a = open(&db, "tab-a").await;
-    enqueue_update(&a, "alice", "w:0", json!({"i": 0})).await;
-    enqueue_update(&a, "alice", "w:1", json!({"i": 1})).await;
-    let key = format!("answer_{}", db.replace('-', "_"));
-    let send = format!(
-        "if (op.target === 'w:1') return new Promise((ok) => {{ globalThis.{key} = () => ok({{type: 'success', receipt: {{}}}}); }});
-         return {{type: 'success', receipt: {{}}}};"
-    );
+    let (a, key, send) = w1_answers_when_told("answers-done").await;
     // Timers of ACK_WAIT_MS are held; every other one runs.
     let hold = "globalThis.heldTimers = []; const set = globalThis.setTimeout; globalThis.plainSetTimeout = set;
                 globalThis.setTimeout = (f, ms, ...r) => ms === wait ? (heldTimers.push(f), -1) : set(f, ms, ...r);";
