@@ -282,11 +282,8 @@ impl Flush {
         }
         let stale_before = self.report.stale;
         // §6: after an auth answer, rows whose claim commits now are not sent; §8: nor after
-        // the deadline.
+        // the deadline (rows claimed ahead are released by `send_ready`, at the pump below).
         let may_send = !matches!(self.phase, Phase::Ending { why: Ending::Auth | Ending::Deadline, .. });
-        if !may_send {
-            self.release_ready(out);
-        }
         let next = task.written(result, &mut self.report, &mut self.memory, may_send);
         if self.report.stale > stale_before && matches!(self.phase, Phase::Draining { .. }) {
             // Another tab is claiming from the same queue, here: the list read for this
