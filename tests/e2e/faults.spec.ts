@@ -1,6 +1,6 @@
 // Fault injection from the test: each operation's effect is applied exactly once.
-import { test, expect } from "@playwright/test";
-import { T0, uid, openTab, rows, enqueue, flush, setClock, effects, timesApplied, serverRecord, LEASE } from "./helpers";
+import { test, expect, type Route } from "@playwright/test";
+import { T0, uid, openTab, rows, enqueue, flush, flushResult, setClock, effects, timesApplied, serverRecord, waitHeld, LEASE } from "./helpers";
 
 let user: string;
 let db: string;
@@ -67,6 +67,39 @@ test("401 holds the row and ends the flush; after a new login the held rows go",
   await a.evaluate(() => window.outboxDemo.login());
   expect((await flush(a)).succeeded).toBe(3);
   for (const op of ops) expect(await timesApplied(request, op.id)).toBe(1);
+});
+
+// §6: rows claimed ahead of their sends when a 401 arrives are released, and none of them
+// leaves on the expired session — neither the one released first nor the next one waiting
+// behind it (releasing one makes room among the sends: planted 15-sent-after-auth).
+test("401 while rows wait claimed ahead: no further request leaves, and they are released", async ({ context, request }) => {
+  const a = await openTab(context, { db, tab: "tab-a", users: [user] });
+  const ops = [];
+  for (const w of [1, 2, 3, 4, 5, 6]) ops.push(await enqueue(a, { kind: "create", body: { entity: "workout", weight: w } }));
+  const held: Route[] = [];
+  let passed = 0;
+  // The first two requests are held; any later one (there must be none) goes through, so that
+  // a bug shows as a count, not as a flush that never ends.
+  await a.route("**/api/records/**", (r) => (held.length < 2 ? held.push(r) : (passed++, r.continue())));
+  await a.evaluate(() => { window.__flush = window.outboxDemo.flushNow({ concurrency: 2 }); });
+  await waitHeld(held, 2);
+  // Two sends out, and two rows claimed ahead of them, waiting for room.
+  await expect.poll(async () => (await rows(a)).filter((r) => r.state === "sending").length).toBe(4);
+  await held[0].fulfill({ status: 401, body: "" });
+  // The answer is written (the row held) and the two rows waiting are released before the
+  // second send answers: room was made among the sends meanwhile.
+  await expect.poll(async () => (await rows(a)).filter((r) => r.state === "held").length).toBe(1);
+  await expect.poll(async () => (await rows(a)).filter((r) => r.state === "sending").length).toBe(1);
+  await held[1].continue();
+  const rep = await flushResult(a);
+  expect(passed).toBe(0);
+  expect(rep).toMatchObject({ claimed: 2, held: 1, succeeded: 1, released: 2 });
+  const left = await rows(a);
+  expect(left.map((r) => r.state).sort()).toEqual(["held", "queued", "queued", "queued", "queued"]);
+  const sent = ops.filter((op) => !left.some((r) => r.id === op.id));
+  expect(sent).toHaveLength(1);
+  expect(await timesApplied(request, sent[0].id)).toBe(1);
+  expect(await effects(request, user)).toHaveLength(1);
 });
 
 test("422 validation blocks the row; retryBlocked re-issues it under a new id", async ({ context, request }) => {
