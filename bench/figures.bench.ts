@@ -58,8 +58,9 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
     }
 
     // 1, 2 and 4 pages on one queue, 4 pages on their own owners and 1 page beside 3 idle
-    // ones, measured in turns.
-    const { one, two, four, own4, idle4 } = await pagesInTurns(context, page, S.pages, S.runs);
+    // ones, measured in turns, nine times (their runs spread by ±16 % on a quiet machine,
+    // by ±40 % beside a build: bench/pages.trace.ts).
+    const { one, two, four, own4, idle4 } = await pagesInTurns(context, page, S.pages, S.pagesRuns);
     add({ figure: `1 page draining one ${n(S.pages)}-row queue (${runsOf(one)})`, value: perRow(one.ms, S.pages),
           data: { n: S.pages, ...one } });
     for (const [k, m] of [[2, two], [4, four]] as const) {

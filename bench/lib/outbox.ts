@@ -41,7 +41,7 @@ export async function flushOnce(context: BrowserContext, page: Page, n: number, 
  * sends beyond one per row. `idle`: the other pages are open on the database but only the
  * first flushes — what having them open costs, whatever they do.
  */
-async function pagesOnce(context: BrowserContext, page: Page, k: number, n: number, idle = false) {
+export async function pagesOnce(context: BrowserContext, page: Page, k: number, n: number, idle = false) {
   const db = fresh(`pages-${k}`);
   const owner = fresh("owner");
   await benchPage(context, db, "tab-0", page);
@@ -79,9 +79,12 @@ type PagesFigure = { ms: number; runs: number[]; duplicates: number; stale: numb
 
 /**
  * 1, 2 and 4 pages draining one queue of `n` rows, 4 pages each draining its own owner's
- * share, and 1 page draining it with 3 more open and idle, measured in turns — one run of each, `runs` times — so that all four go through the
+ * share, and 1 page draining it with 3 more open and idle, measured in turns — one run of
+ * each, `runs` times, in one order and then the reverse — so that all five go through the
  * same state of the profile's disk: measured one after the other, the later figures paid for
- * the storage the earlier ones left (the origin's databases share one backing store).
+ * the storage the earlier ones left (the origin's databases share one backing store), and
+ * within one profile every run is slower than the one before (BENCHMARKS.md), so a figure
+ * always measured last would always pay the most.
  */
 export async function pagesInTurns(context: BrowserContext, page: Page, n: number, runs: number) {
   const acc = new Map<string, { runs: number[]; duplicates: number; stale: number }>();
@@ -92,13 +95,16 @@ export async function pagesInTurns(context: BrowserContext, page: Page, n: numbe
     a.stale += stale;
     acc.set(key, a);
   };
-  for (let i = 0; i < runs; i++) {
-    for (const k of [1, 2, 4]) {
+  const once: (() => Promise<void>)[] = [
+    ...[1, 2, 4].map((k) => async () => {
       const r = await pagesOnce(context, page, k, n);
       add(String(k), r.ms, r.duplicates, r.stale);
-    }
-    add("own4", await ownPagesOnce(context, page, 4, n));
-    add("idle4", (await pagesOnce(context, page, 4, n, true)).ms);
+    }),
+    async () => add("own4", await ownPagesOnce(context, page, 4, n)),
+    async () => add("idle4", (await pagesOnce(context, page, 4, n, true)).ms),
+  ];
+  for (let i = 0; i < runs; i++) {
+    for (const run of i % 2 === 0 ? once : [...once].reverse()) await run();
   }
   const figure = (key: string): PagesFigure => {
     const a = acc.get(key)!;
