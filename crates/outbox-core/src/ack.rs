@@ -64,6 +64,11 @@ pub use crate::row::claim_is_mine;
 /// another intent, or behind one already converted in an earlier pass of the same ACK.
 #[must_use]
 pub fn pending_intents(create: &Row, scope_rows: &[Value]) -> Vec<(Row, Value)> {
+    // Only rows of the create's own target are looked at, and an intent's target is a
+    // `pending:` one (`Row::is_intent`): under any other target there is none to decode for.
+    if create.pending_create_id().is_none() {
+        return Vec::new();
+    }
     let scoped = in_scope(&create.scope(), scope_rows);
     let mut waiting: Vec<Row> = Vec::new();
     for raw in &scoped {
