@@ -57,6 +57,36 @@ pub fn plan_claim(
     online_since: Option<Millis>,
 ) -> Result<ClaimPlan, ClaimSkip> {
     let raw = raw.ok_or(ClaimSkip::Missing)?;
+    let Claimed { row, ticket, scopes, puts } = claim_row(owner, raw, predecessor, tab, now, online_since)?;
+    let mut expected = vec![raw.clone()];
+    if let (Some(_), Some(p)) = (&row.successor_of, predecessor) {
+        expected.push(p.clone());
+    }
+    Ok(ClaimPlan { plan: ReplacePlan { scopes, expected, puts, ..Default::default() }, ticket, row })
+}
+
+/// A claim as [`plan_claim`] plans it, less the expected rows: a claim batch compares the
+/// rows as its round read them, and needs no copy of them per claim.
+pub(crate) struct Claimed {
+    /// The row as it will be stored.
+    pub(crate) row: Row,
+    /// The ticket the tab holds if the replace commits.
+    pub(crate) ticket: Ticket,
+    /// The row's key, then its predecessor's (if it names one).
+    pub(crate) scopes: Vec<Scope>,
+    /// The claimed row, then its predecessor marked overtaken (if it is).
+    pub(crate) puts: Vec<Value>,
+}
+
+/// [`plan_claim`] of a row that was found.
+pub(crate) fn claim_row(
+    owner: &str,
+    raw: &Value,
+    predecessor: Option<&Value>,
+    tab: &Tab,
+    now: Millis,
+    online_since: Option<Millis>,
+) -> Result<Claimed, ClaimSkip> {
     let mut row = decode(raw).map_err(ClaimSkip::Undecodable)?;
     if !owns(owner, &row) {
         return Err(ClaimSkip::OtherOwner); // §11: another account's row is never claimed
@@ -72,13 +102,9 @@ pub fn plan_claim(
     check_sendable(&row, &tab.tab_id, now, tab.lease_ms, online_since, pred_holds).map_err(ClaimSkip::NotSendable)?;
 
     let mut scopes = vec![Scope::Id(row.id.clone())];
-    let mut expected = vec![raw.clone()];
     let mut puts = Vec::new();
     if let Some(pred) = &row.successor_of {
         scopes.push(Scope::Id(pred.clone()));
-        if let Some(p) = predecessor {
-            expected.push(p.clone());
-        }
         // §5, §7: this row overtakes its blocked predecessor; the predecessor learns it, so
         // that a later edit never carries its older fields over this row's.
         if let (Some(false), Some(Stored::Row(p))) = (pred_holds(pred), &pred_stored) {
@@ -92,7 +118,7 @@ pub fn plan_claim(
     apply_claim(&mut row, tab, now);
     puts.insert(0, encode(&row));
     let ticket = row.ticket().expect("claim just written");
-    Ok(ClaimPlan { plan: ReplacePlan { scopes, expected, puts, ..Default::default() }, ticket, row })
+    Ok(Claimed { row, ticket, scopes, puts })
 }
 
 /// Writes the §5 claim fields onto a row.

@@ -8,7 +8,7 @@
 
 use super::request::FlushOptions;
 use super::stretch::{stretches, Place};
-use crate::claim::plan_claim;
+use crate::claim::{claim_row, Claimed};
 use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{find_stored as find, Evidence, Row, Ticket};
@@ -88,10 +88,10 @@ impl ClaimBatch {
                 stale += 1;
                 continue;
             }
-            match plan_claim(&opts.owner, Some(&c.raw), pred_now, &opts.tab, now, opts.online_since) {
-                Ok(cp) => {
+            match claim_row(&opts.owner, &c.raw, pred_now, &opts.tab, now, opts.online_since) {
+                Ok(Claimed { row, ticket, scopes, puts }) => {
                     // The rows checked above are the claim's expected rows, as read.
-                    for scope in cp.plan.scopes {
+                    for scope in scopes {
                         if !plan.scopes.contains(&scope) {
                             if let Scope::Id(id) = &scope {
                                 if let Some(raw) = find(current, id) {
@@ -101,9 +101,9 @@ impl ClaimBatch {
                             plan.scopes.push(scope);
                         }
                     }
-                    plan.puts.extend(cp.plan.puts);
+                    plan.puts.extend(puts);
                     let before = decode(&c.raw).ok().and_then(|r| r.evidence);
-                    planned.push((cp.row, cp.ticket, before));
+                    planned.push((row, ticket, before));
                 }
                 Err(_) => skipped += 1,
             }
