@@ -4,7 +4,7 @@ use crate::accounts::owns;
 use crate::codec::{decode, encode, DecodeError, Stored};
 use crate::inflight::in_flight;
 use crate::plan::{ReplacePlan, Scope};
-use crate::row::{Claim, Row, RowState, Ticket, Writer};
+use crate::row::{Claim, Evidence, Row, RowState, Ticket, Writer};
 use crate::select::{check_sendable, predecessor_holds, Unsendable};
 use crate::tab::Tab;
 use crate::time::Millis;
@@ -57,7 +57,7 @@ pub fn plan_claim(
     online_since: Option<Millis>,
 ) -> Result<ClaimPlan, ClaimSkip> {
     let raw = raw.ok_or(ClaimSkip::Missing)?;
-    let Claimed { row, ticket, scopes, puts } = claim_row(owner, raw, predecessor, tab, now, online_since)?;
+    let Claimed { row, ticket, scopes, puts, .. } = claim_row(owner, raw, predecessor, tab, now, online_since)?;
     let mut expected = vec![raw.clone()];
     if let (Some(_), Some(p)) = (&row.successor_of, predecessor) {
         expected.push(p.clone());
@@ -76,6 +76,8 @@ pub(crate) struct Claimed {
     pub(crate) scopes: Vec<Scope>,
     /// The claimed row, then its predecessor marked overtaken (if it is).
     pub(crate) puts: Vec<Value>,
+    /// The row's evidence before the claim (restored if the claim is released unsent).
+    pub(crate) before: Option<Evidence>,
 }
 
 /// [`plan_claim`] of a row that was found.
@@ -115,10 +117,11 @@ pub(crate) fn claim_row(
             }
         }
     }
+    let before = row.evidence.clone();
     apply_claim(&mut row, tab, now);
     puts.insert(0, encode(&row));
     let ticket = row.ticket().expect("claim just written");
-    Ok(Claimed { row, ticket, scopes, puts })
+    Ok(Claimed { row, ticket, scopes, puts, before })
 }
 
 /// Writes the §5 claim fields onto a row.

@@ -89,7 +89,7 @@ impl ClaimBatch {
                 continue;
             }
             match claim_row(&opts.owner, &c.raw, pred_now, &opts.tab, now, opts.online_since) {
-                Ok(Claimed { row, ticket, scopes, puts }) => {
+                Ok(Claimed { row, ticket, scopes, puts, before }) => {
                     // The rows checked above are the claim's expected rows, as read.
                     for scope in scopes {
                         if !plan.scopes.contains(&scope) {
@@ -102,7 +102,6 @@ impl ClaimBatch {
                         }
                     }
                     plan.puts.extend(puts);
-                    let before = decode(&c.raw).ok().and_then(|r| r.evidence);
                     planned.push((row, ticket, before));
                 }
                 Err(_) => skipped += 1,
