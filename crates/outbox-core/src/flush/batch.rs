@@ -9,7 +9,6 @@
 use super::request::FlushOptions;
 use super::stretch::{stretches, Place};
 use crate::claim::{claim_row, Claimed};
-use crate::codec::decode;
 use crate::plan::{ReplacePlan, Scope};
 use crate::row::{find_stored as find, Evidence, Row, Ticket};
 use crate::time::Millis;
@@ -28,10 +27,16 @@ pub(super) struct Candidate {
 }
 
 impl Candidate {
+    /// The candidate of `raw`, decoded as `row` (the round has decoded it already).
+    pub(super) fn of(row: &Row, raw: Value, pred: Option<Value>) -> Candidate {
+        let (id, target, successor_of) = (row.id.clone(), row.target.clone(), row.successor_of.clone());
+        Candidate { id, target, successor_of, raw, pred, places: (None, None) }
+    }
+
+    #[cfg(test)]
     pub(super) fn new(raw: Value, pred: Option<Value>) -> Option<Candidate> {
-        let row = decode(&raw).ok()?;
-        let places = (None, None);
-        Some(Candidate { id: row.id, target: row.target, successor_of: row.successor_of, raw, pred, places })
+        let row = crate::codec::decode(&raw).ok()?;
+        Some(Candidate::of(&row, raw, pred))
     }
 }
 

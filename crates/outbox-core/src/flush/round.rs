@@ -82,7 +82,10 @@ impl Flush {
             }
             let pred_at = r.successor_of.as_deref().and_then(|p| by_id.get(p));
             let pred = pred_at.map(|p| raws[p].clone());
-            if let Some(mut c) = Candidate::new(raws[at].clone(), pred) {
+            // The row at `at` decoded (it is keyed by its id): the candidate takes its fields
+            // from it rather than decoding its value again.
+            if let Some(row) = stored[at].row() {
+                let mut c = Candidate::of(row, raws[at].clone(), pred);
                 if !self.memory.by_id.contains(&r.id) {
                     c.places = (place(rows, read_at[at]), pred_at.and_then(|p| place(rows, read_at[p])));
                 }
