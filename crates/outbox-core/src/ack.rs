@@ -124,10 +124,9 @@ pub fn plan_ack(
         return AckDecision::NotMine;
     }
     let attempt = row.evidence.as_ref().map_or(1, |e| e.attempt_count.max(1));
-    // The app's records follow an answer that ends the attempt, in the ACK's own replace,
-    // told the row as it was claimed: taken in each arm before the row changes, and not
-    // for an answer that converts intents first.
-    let plan = match outcome {
+    // The app's records follow an answer that ends the attempt, in the ACK's own replace.
+    let reconcile = reconcile_for(&row, outcome);
+    let mut plan = match outcome {
         Outcome::Success { .. } => {
             let intents = pending_intents(&row, scope_rows);
             if !intents.is_empty() {
@@ -138,20 +137,18 @@ pub fn plan_ack(
                 expected: in_scope_copied(&scope, scope_rows),
                 scopes: vec![Scope::Id(row_id.to_owned()), scope],
                 deletes: vec![row.id.clone()],
-                reconcile: reconcile_for(&row, outcome),
                 ..Default::default()
             }
         }
         Outcome::Conflict { actual_revision } if usable_actual_revision(actual_revision) => {
             let successor = conflict_successor(&row, actual_revision, now, &draws.new_id);
             let mut plan = crate::reissue::reissue_plan(&row, scope_rows, &successor);
-            plan.reconcile = reconcile_for(&row, outcome);
+            plan.reconcile = reconcile;
             return AckDecision::Apply { plan, successor: Some(successor) };
         }
         // A failure rewrites the row alone; only a success deletes it (above, with its
         // scope). One replace written for every failure (issue 35: one copy of it).
         failure => {
-            let reconcile = reconcile_for(&row, outcome);
             match failure {
                 Outcome::Transient { code, retry_after_ms } => {
                     row.state = RowState::Queued;
@@ -173,9 +170,10 @@ pub fn plan_ack(
                 // §9 needs the server's revision: without it a successor would be a blind write.
                 _ => block(&mut row, REVISION_UNKNOWN, now),
             }
-            ReplacePlan { reconcile, ..crate::plan::rewrite(&row, raw) }
+            crate::plan::rewrite(&row, raw)
         }
     };
+    plan.reconcile = reconcile;
     AckDecision::Apply { plan, successor: None }
 }
 
