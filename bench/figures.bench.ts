@@ -58,8 +58,7 @@ test("issue 12 figures, side by side in one run", async ({ baseURL }) => {
     }
 
     // 1, 2 and 4 pages on one queue, 4 pages on their own owners and 1 page beside 3 idle
-    // ones, measured in turns, nine times (their runs spread by ±16 % on a quiet machine,
-    // by ±40 % beside a build: bench/pages.trace.ts).
+    // ones, measured in turns, ten times (an even count: see `pagesInTurns`).
     const { one, two, four, own4, idle4 } = await pagesInTurns(context, page, S.pages, S.pagesRuns);
     add({ figure: `1 page draining one ${n(S.pages)}-row queue (${runsOf(one)})`, value: perRow(one.ms, S.pages),
           data: { n: S.pages, ...one } });

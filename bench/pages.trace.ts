@@ -3,7 +3,7 @@
 // ratio printed. Run it with
 //   npx playwright test -c playwright.timeline.config.ts pages
 // (PAGES_N rows, default 2,000; PAGES_RUNS pairs, default 12). Not part of scripts/bench.sh:
-// it shows how far one full run's figure (a median of 5 of each) moves by chance.
+// it shows how far the figure moves by chance from one pair to the next.
 import { test } from "@playwright/test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,8 +39,4 @@ test("4 pages beside 1 page with 3 idle, pair by pair", async ({ baseURL }) => {
   console.log(`[pages] ${runs} pairs of ${n} rows: median ÷ median ×${(median(idle) / median(four)).toFixed(3)}, ` +
     `median of the pairs' ratios ×${median(pairs).toFixed(3)}, sum ÷ sum ×${(sum(idle) / sum(four)).toFixed(3)}; ` +
     `pairs from ×${Math.min(...pairs).toFixed(3)} to ×${Math.max(...pairs).toFixed(3)}`);
-  for (const k of [0, 5]) {
-    const first = (xs: number[]) => xs.slice(k, k + 5);
-    if (four.length >= k + 5) console.log(`[pages] pairs ${k + 1}–${k + 5} alone, as one full run takes them: median ÷ median ×${(median(first(idle)) / median(first(four))).toFixed(3)}`);
-  }
 });

@@ -1,7 +1,7 @@
 // Where the time of one flush goes: every IndexedDB transaction (its mode, requests, start
 // and end) and every fetch of the page, timestamped in the page by wrapping the browser's
 // own APIs from an init script (nothing in the package). Run it with
-//   npx playwright test -c playwright.timeline.config.ts
+//   npx playwright test -c playwright.timeline.config.ts timeline
 // (TIMELINE_N rows, default 1,000; TIMELINE_SEND "instant", "fetch", "delayed" (answers after
 // 20–40 ms, no network) or several, comma-separated; TIMELINE_RUNS
 // runs of each, default 2; TIMELINE_CPU=1 adds the renderer's CPU profile, self time per

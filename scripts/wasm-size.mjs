@@ -171,7 +171,7 @@ import { gzipSync } from "node:zlib";
 // deadline releases what the end took back (+20 B).
 // Lowered to 119,874: a claim committed after the deadline or an auth answer leaves the rows
 // claimed ahead to `send_ready`'s release at the pump that follows (−3 B).
-// Lowered to 119,829 (2026-12-08): a claim batch decodes each row once (no second decode for
+// Lowered to 119,829 (2026-12-07 night): a claim batch decodes each row once (no second decode for
 // its evidence, no copy of the expected rows it throws away), a round builds its candidates
 // from the rows it decoded, an ACK under a target that is not `pending:` decodes no row of it
 // for intents (−45 B).

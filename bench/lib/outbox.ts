@@ -80,11 +80,11 @@ type PagesFigure = { ms: number; runs: number[]; duplicates: number; stale: numb
 /**
  * 1, 2 and 4 pages draining one queue of `n` rows, 4 pages each draining its own owner's
  * share, and 1 page draining it with 3 more open and idle, measured in turns — one run of
- * each, `runs` times, in one order and then the reverse — so that all five go through the
+ * each, `runs` times, the order reversed every other time — so that all five go through the
  * same state of the profile's disk: measured one after the other, the later figures paid for
  * the storage the earlier ones left (the origin's databases share one backing store), and
- * within one profile every run is slower than the one before (BENCHMARKS.md), so a figure
- * always measured last would always pay the most.
+ * a figure always measured last would always pay the most. `runs` should be even: with a
+ * steady drift, an odd count's median is a run of the forward order, and the bias is back.
  */
 export async function pagesInTurns(context: BrowserContext, page: Page, n: number, runs: number) {
   const acc = new Map<string, { runs: number[]; duplicates: number; stale: number }>();

@@ -71,7 +71,8 @@ test("401 holds the row and ends the flush; after a new login the held rows go",
 
 // §6: rows claimed ahead of their sends when a 401 arrives are released, and none of them
 // leaves on the expired session — neither the one released first nor the next one waiting
-// behind it (releasing one makes room among the sends: planted 15-sent-after-auth).
+// behind it (the 401's answer made room among the sends, and releasing one pumps the flush:
+// planted 15-sent-after-auth).
 test("401 while rows wait claimed ahead: no further request leaves, and they are released", async ({ context, request }) => {
   const a = await openTab(context, { db, tab: "tab-a", users: [user] });
   const ops = [];
